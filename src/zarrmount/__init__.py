@@ -1,0 +1,1 @@
+"""zarrmount: mount a Zarr hierarchy as a FUSE filesystem."""

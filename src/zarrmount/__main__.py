@@ -1,0 +1,5 @@
+import sys
+
+from zarrmount.cli import main
+
+sys.exit(main())

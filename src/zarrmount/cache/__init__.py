@@ -1,0 +1,5 @@
+"""The decoded-chunk cache."""
+
+from zarrmount.cache.chunks import CacheStats, ChunkCache
+
+__all__ = ["CacheStats", "ChunkCache"]

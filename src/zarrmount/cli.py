@@ -1,0 +1,217 @@
+"""The ``zarrmount`` command: mount, unmount, inspect."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.handlers
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from zarrmount import hierarchy
+from zarrmount.options import MountOptions, OptionError
+from zarrmount.store import StoreError, open_store
+
+log = logging.getLogger(__name__)
+
+USAGE = """\
+zarrmount SOURCE MOUNTPOINT [-o OPT[,OPT...]] [-f] [-d]
+       zarrmount -u MOUNTPOINT
+       zarrmount --inspect SOURCE [--json]"""
+UNMOUNT_TIMEOUT_S = 120.0
+
+
+class CommandError(Exception):
+    """A one-line reason the command failed."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="zarrmount",
+        usage=USAGE,
+        description="Mount a Zarr hierarchy: groups as directories, arrays as raw C-order files.",
+    )
+    p.add_argument("args", nargs="*", help="SOURCE MOUNTPOINT, or MOUNTPOINT with -u")
+    p.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
+                   help="mount options: ro, cache_size=SIZE, allow_other, uid=, gid=, umask=, "
+                        "log=PATH")
+    p.add_argument("-f", dest="foreground", action="store_true", help="stay in the foreground")
+    p.add_argument("-d", dest="debug", action="store_true", help="log debug detail")
+    p.add_argument("-u", dest="unmount", action="store_true", help="flush and unmount")
+    p.add_argument("--inspect", action="store_true", help="print the tree of SOURCE")
+    p.add_argument("--json", action="store_true", help="with --inspect: print JSON")
+    p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    return p
+
+
+def _setup_logging(options: MountOptions, debug: bool, foreground: bool) -> None:
+    handler: logging.Handler
+    if options.log_file:
+        handler = logging.FileHandler(options.log_file)
+    elif foreground:
+        handler = logging.StreamHandler(sys.stderr)
+    elif os.path.exists("/dev/log"):
+        handler = logging.handlers.SysLogHandler("/dev/log")
+    else:
+        handler = logging.NullHandler()
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    if isinstance(handler, logging.handlers.SysLogHandler):
+        fmt = "zarrmount[%(process)d]: %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(fmt))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    if not debug:
+        logging.getLogger("pyfuse3").setLevel(logging.WARNING)
+
+
+def _check_mountpoint(mountpoint: str) -> None:
+    if not os.path.isdir(mountpoint):
+        raise CommandError(f"mountpoint {mountpoint} is not a directory")
+    if os.path.ismount(mountpoint):
+        raise CommandError(f"mountpoint {mountpoint} is busy (already mounted)")
+    if not os.path.exists("/dev/fuse"):
+        raise CommandError("no FUSE: /dev/fuse is missing (modprobe fuse)")
+
+
+def _open(source: str):
+    try:
+        store = open_store(source)
+        root, pipeline = hierarchy.load_root(store)
+    except (StoreError, hierarchy.SourceError) as e:
+        raise CommandError(f"cannot open {source}: {e}") from None
+    return store, root, pipeline
+
+
+def _options(args: argparse.Namespace) -> MountOptions:
+    options = MountOptions()
+    try:
+        for text in args.options:
+            options.apply(text)
+    except OptionError as e:
+        raise CommandError(str(e)) from None
+    return options
+
+
+def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
+    """The daemon: mount and serve in this process until unmounted."""
+    from zarrmount.fuse import session
+    from zarrmount.fuse.notify import ReadyPipe
+    from zarrmount.vfs import Filesystem
+
+    _setup_logging(options, args.debug, args.foreground)
+    ready = ReadyPipe(args.ready_fd)
+    try:
+        _check_mountpoint(mountpoint)
+        store, root, pipeline = _open(source)
+    except CommandError as e:
+        log.error("%s", e)
+        ready.failed(str(e))
+        raise
+    fs = Filesystem(store, root, pipeline, options)
+    return session.run(fs, source, mountpoint, ready)
+
+
+def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
+    """Start the daemon detached and return once it reports the mount live (or failed)."""
+    _check_mountpoint(mountpoint)
+    _open(source)
+    read_fd, write_fd = os.pipe()
+    cmd = [sys.executable, "-m", "zarrmount", source, mountpoint, "-f",
+           "-o", options.to_args(), "--ready-fd", str(write_fd)]
+    if args.debug:
+        cmd.append("-d")
+    with open(os.devnull, "r+b") as null:
+        proc = subprocess.Popen(cmd, stdin=null, stdout=null, stderr=null,
+                                pass_fds=(write_fd,), start_new_session=True)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        line = pipe.readline().decode(errors="replace").strip()
+    if line == "ok":
+        return 0
+    if line.startswith("error: "):
+        raise CommandError(line[len("error: "):])
+    status = proc.wait()
+    raise CommandError(f"the mount daemon exited with status {status} before the mount was live")
+
+
+def _daemon_pid(mountpoint: str) -> int | None:
+    try:
+        pid = int(os.getxattr(mountpoint, "user.zarrmount.pid"))
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"zarrmount" not in f.read():
+                return None
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def _unmount(mountpoint: str) -> int:
+    """Ask the daemon to flush and unmount (SIGTERM), then wait until it has exited."""
+    if not os.path.ismount(mountpoint):
+        raise CommandError(f"{mountpoint} is not mounted")
+    pid = _daemon_pid(mountpoint)
+    if pid is None:
+        done = subprocess.run(["fusermount3", "-u", mountpoint], capture_output=True, text=True)
+        if done.returncode:
+            raise CommandError(done.stderr.strip() or f"cannot unmount {mountpoint}")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + UNMOUNT_TIMEOUT_S
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        if _is_zombie(pid):
+            break
+        time.sleep(0.02)
+    if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
+        raise CommandError(f"the daemon (pid {pid}) did not exit within {UNMOUNT_TIMEOUT_S:.0f} s")
+    return 0
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+def _inspect(source: str, as_json: bool) -> int:
+    from zarrmount.inspect_tree import inspect
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    store, _, _ = _open(source)
+    print(inspect(store, as_json))
+    return 0
+
+
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.inspect:
+        if len(args.args) != 1:
+            raise CommandError("--inspect takes one SOURCE")
+        return _inspect(args.args[0], args.json)
+    if args.unmount:
+        if len(args.args) != 1:
+            raise CommandError("-u takes one MOUNTPOINT")
+        return _unmount(args.args[0])
+    if len(args.args) != 2:
+        raise CommandError(f"expected SOURCE MOUNTPOINT; usage: {USAGE}")
+    source, mountpoint = args.args
+    mountpoint = os.path.abspath(mountpoint)
+    options = _options(args)
+    if args.foreground or args.ready_fd is not None:
+        return _serve(source, mountpoint, options, args)
+    return _spawn(source, mountpoint, options, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except CommandError as e:
+        print(f"zarrmount: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

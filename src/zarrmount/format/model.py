@@ -1,0 +1,99 @@
+"""Format-independent descriptions of groups and arrays, as the layers above see them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class MetadataError(ValueError):
+    """A node's metadata is malformed or uses something we cannot show as a raw file."""
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    """How chunk grid coordinates become store keys below the array's prefix.
+
+    v2: ``0.1`` or ``0/1`` (``0`` for 0-d); v3 default: ``c/0/1`` (``c`` for 0-d).
+    """
+
+    separator: str = "."
+    prefix: str = ""
+
+    def key(self, coords: tuple[int, ...]) -> str:
+        body = self.separator.join(str(c) for c in coords) if coords else ""
+        if not self.prefix:
+            return body or "0"
+        return f"{self.prefix}{self.separator}{body}" if body else self.prefix
+
+
+@dataclass(frozen=True)
+class ArrayMeta:
+    """Everything needed to read an array as a raw C-order file.
+
+    ``dtype`` is the dtype of the file's bytes (stored byte order); ``order`` is the
+    memory layout of a decoded chunk; ``codecs`` is the format's codec description,
+    turned into a pipeline by :mod:`zarrmount.codecs`.
+    """
+
+    zarr_format: int
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: np.dtype
+    order: str
+    fill_value: np.ndarray  # 0-d array of ``dtype``
+    fill_json: Any
+    codecs: dict[str, Any]
+    key_encoding: ChunkKeyEncoding
+    attributes: dict[str, Any] = field(default_factory=dict)
+    dtype_json: Any = None
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        n = self.itemsize
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def chunk_nbytes(self) -> int:
+        n = self.itemsize
+        for c in self.chunks:
+            n *= c
+        return n
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """Number of chunks along each dimension."""
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
+
+
+@dataclass(frozen=True)
+class GroupNode:
+    path: str
+    zarr_format: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArrayNode:
+    path: str
+    meta: ArrayMeta
+
+
+@dataclass(frozen=True)
+class HiddenNode:
+    """A node that exists in the store but cannot be shown; ``reason`` says why."""
+
+    path: str
+    kind: str  # "array", "group" or "unknown"
+    reason: str
+
+
+Node = GroupNode | ArrayNode | HiddenNode

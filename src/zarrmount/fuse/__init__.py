@@ -1,0 +1,1 @@
+"""The pyfuse3 adapter and the mount session."""

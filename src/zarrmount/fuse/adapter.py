@@ -1,0 +1,160 @@
+"""pyfuse3 operations over :class:`Filesystem`: type conversion and errno mapping only.
+
+Only ``FUSEError`` may leave a pyfuse3 handler (anything else ends the main loop and
+the mount with it), so every handler turns unexpected exceptions into EIO and a log line.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+
+import pyfuse3
+
+from zarrmount.vfs import Attr, Filesystem, FsError
+
+log = logging.getLogger(__name__)
+
+# The tree of a mount never changes under the kernel, so its answers may be kept.
+ENTRY_TIMEOUT = 3600.0
+
+
+def _guard(fn):
+    """Map :class:`FsError` to its errno and any other exception to EIO."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args, **kwargs):
+        try:
+            return await fn(*args, **kwargs)
+        except pyfuse3.FUSEError:
+            raise
+        except FsError as e:
+            raise pyfuse3.FUSEError(e.errno) from None
+        except Exception:
+            log.exception("internal error in %s", fn.__name__)
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    return wrapper
+
+
+def _entry(attr: Attr) -> pyfuse3.EntryAttributes:
+    e = pyfuse3.EntryAttributes()
+    e.st_ino = attr.ino
+    e.generation = 0
+    e.entry_timeout = ENTRY_TIMEOUT
+    e.attr_timeout = ENTRY_TIMEOUT
+    e.st_mode = attr.mode
+    e.st_nlink = attr.nlink
+    e.st_uid = attr.uid
+    e.st_gid = attr.gid
+    e.st_size = attr.size
+    e.st_blksize = attr.blksize
+    e.st_blocks = attr.blocks
+    e.st_atime_ns = e.st_mtime_ns = e.st_ctime_ns = attr.mtime_ns
+    return e
+
+
+def _name(raw: bytes) -> str:
+    return os.fsdecode(raw)
+
+
+class Operations(pyfuse3.Operations):
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+    enable_acl = False
+
+    def __init__(self, fs: Filesystem) -> None:
+        super().__init__()
+        self.fs = fs
+        # Directory handle -> [inode, entries listed by the first readdir (None until then)].
+        self._dir_handles: dict[int, list] = {}
+        self._next_dir_fh = 1
+
+    @_guard
+    async def lookup(self, parent_inode, name, ctx=None):
+        return _entry(await self.fs.lookup(parent_inode, _name(name)))
+
+    @_guard
+    async def getattr(self, inode, ctx=None):
+        return _entry(self.fs.getattr(inode))
+
+    @_guard
+    async def forget(self, inode_list):
+        """Inodes live as long as the mount: nothing to drop."""
+
+    @_guard
+    async def opendir(self, inode, ctx):
+        if not self.fs.getattr(inode).mode & 0o040000:
+            raise FsError(errno.ENOTDIR)
+        fh = self._next_dir_fh
+        self._next_dir_fh += 1
+        self._dir_handles[fh] = [inode, None]
+        return fh
+
+    @_guard
+    async def readdir(self, fh, start_id, token):
+        handle = self._dir_handles.get(fh)
+        if handle is None:
+            raise FsError(errno.EBADF)
+        if handle[1] is None:
+            handle[1] = await self.fs.readdir(handle[0])
+        entries = handle[1]
+        for i in range(start_id, len(entries)):
+            name, attr = entries[i]
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), _entry(attr), i + 1):
+                break
+
+    @_guard
+    async def releasedir(self, fh):
+        self._dir_handles.pop(fh, None)
+
+    @_guard
+    async def open(self, inode, flags, ctx):
+        fh = self.fs.open(inode, flags)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=True)
+
+    @_guard
+    async def read(self, fh, off, size):
+        return await self.fs.read(fh, off, size)
+
+    @_guard
+    async def release(self, fh):
+        self.fs.release(fh)
+
+    @_guard
+    async def getxattr(self, inode, name, ctx):
+        return self.fs.getxattr(inode, os.fsdecode(name))
+
+    @_guard
+    async def listxattr(self, inode, ctx):
+        return [os.fsencode(n) for n in self.fs.listxattr(inode)]
+
+    @_guard
+    async def setxattr(self, inode, name, value, ctx):
+        raise FsError(errno.EROFS if self.fs.options.read_only else errno.ENOTSUP)
+
+    @_guard
+    async def removexattr(self, inode, name, ctx):
+        raise FsError(errno.EROFS if self.fs.options.read_only else errno.ENOTSUP)
+
+    @_guard
+    async def access(self, inode, mode, ctx):
+        self.fs.getattr(inode)
+        if mode & os.W_OK and self.fs.options.read_only:
+            raise FsError(errno.EROFS)
+        return True
+
+    @_guard
+    async def statfs(self, ctx):
+        info = self.fs.statfs()
+        s = pyfuse3.StatvfsData()
+        s.f_bsize = info["bsize"]
+        s.f_frsize = info["frsize"]
+        s.f_blocks = info["blocks"]
+        s.f_bfree = s.f_bavail = 0
+        s.f_files = info["files"]
+        s.f_ffree = s.f_favail = 0
+        s.f_namemax = info["namemax"]
+        return s

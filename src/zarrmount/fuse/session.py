@@ -1,0 +1,69 @@
+"""One mount's life: mount, serve until unmounted or signalled, clean up, exit."""
+
+from __future__ import annotations
+
+import logging
+import signal
+
+import pyfuse3
+import trio
+
+from zarrmount.fuse.adapter import Operations
+from zarrmount.fuse.notify import ReadyPipe, sd_notify
+from zarrmount.options import MountOptions
+from zarrmount.vfs import Filesystem
+
+log = logging.getLogger(__name__)
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def fuse_options(source: str, options: MountOptions) -> set[str]:
+    name = "".join(c if c.isprintable() and c not in ", " else "_" for c in source)
+    opts = {"fsname=" + (name or "zarrmount"), "subtype=zarrmount", "default_permissions"}
+    if options.read_only:
+        opts.add("ro")
+    if options.allow_other:
+        opts.add("allow_other")
+    return opts
+
+
+async def _serve(ready: ReadyPipe) -> None:
+    async with trio.open_nursery() as nursery:
+
+        async def stop_on_signal() -> None:
+            with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+                async for signum in signals:
+                    log.info("received %s: unmounting", signal.Signals(signum).name)
+                    sd_notify("STOPPING=1")
+                    pyfuse3.terminate()
+                    return
+
+        nursery.start_soon(stop_on_signal)
+        await trio.sleep(0)
+        ready.ready()
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
+    """Mount ``fs`` at ``mountpoint`` and serve it; returns the exit status."""
+    ops = Operations(fs)
+    try:
+        pyfuse3.init(ops, mountpoint, fuse_options(source, fs.options))
+    except RuntimeError as e:
+        reason = f"cannot mount at {mountpoint}: {e}"
+        log.error(reason)
+        ready.failed(reason)
+        return 1
+    log.info("mounted %s at %s", source, mountpoint)
+    status = 0
+    try:
+        trio.run(_serve, ready)
+    except BaseException:
+        log.exception("FUSE main loop failed")
+        status = 1
+    finally:
+        pyfuse3.close(unmount=True)
+        log.info("unmounted %s", mountpoint)
+    return status

@@ -1,0 +1,86 @@
+"""Maps a range of elements of the C-order file to regions of chunks.
+
+A contiguous range of flat C-order indices splits into at most ``2 * ndim - 1``
+boxes, each itself contiguous in C order; each box is then cut along the chunk grid.
+The work per request grows with the number of chunks touched, never with elements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Copy ``chunk[chunk_sel]`` into ``out[start:start + size].reshape(box)[box_sel]``."""
+
+    start: int
+    box: tuple[int, ...]
+    box_sel: tuple[slice, ...]
+    chunk_sel: tuple[slice, ...]
+
+
+def c_order_boxes(shape: tuple[int, ...], start: int, stop: int) -> list[Box]:
+    """Split flat indices ``[start, stop)`` of ``shape`` into C-contiguous boxes, in order."""
+    if start >= stop:
+        return []
+    if not shape:
+        return [((), ())]
+    inner = math.prod(shape[1:])
+    rest = shape[1:]
+    i0, r0 = divmod(start, inner)
+    i1, r1 = divmod(stop, inner)
+    if i0 == i1:
+        return [((i0, *lo), (i0 + 1, *hi)) for lo, hi in c_order_boxes(rest, r0, r1)]
+    boxes: list[Box] = []
+    if r0:
+        boxes += [((i0, *lo), (i0 + 1, *hi)) for lo, hi in c_order_boxes(rest, r0, inner)]
+        i0 += 1
+    if i1 > i0:
+        boxes.append(((i0, *(0,) * len(rest)), (i1, *rest)))
+    if r1:
+        boxes += [((i1, *lo), (i1 + 1, *hi)) for lo, hi in c_order_boxes(rest, 0, r1)]
+    return boxes
+
+
+def _chunk_ranges(lo: tuple[int, ...], hi: tuple[int, ...], chunks: tuple[int, ...]):
+    return [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunks, strict=True)]
+
+
+def plan_read(
+    shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int
+) -> dict[tuple[int, ...], list[Copy]]:
+    """For elements ``[start, stop)``: each touched chunk and the copies it serves.
+
+    Output positions are element offsets relative to ``start``.
+    """
+    plan: dict[tuple[int, ...], list[Copy]] = {}
+    offset = 0
+    for lo, hi in c_order_boxes(shape, start, stop):
+        box = tuple(b - a for a, b in zip(lo, hi, strict=True))
+        for coords in _product(_chunk_ranges(lo, hi, chunks)):
+            box_sel = []
+            chunk_sel = []
+            for k, a, b, c in zip(coords, lo, hi, chunks, strict=True):
+                c0 = k * c
+                s, e = max(a, c0), min(b, c0 + c)
+                box_sel.append(slice(s - a, e - a))
+                chunk_sel.append(slice(s - c0, e - c0))
+            plan.setdefault(coords, []).append(
+                Copy(offset, box, tuple(box_sel), tuple(chunk_sel))
+            )
+        offset += math.prod(box)
+    return plan
+
+
+def _product(ranges: list[range]):
+    """``itertools.product`` over ranges, yielding tuples (also for zero dimensions)."""
+    if not ranges:
+        yield ()
+        return
+    for head in ranges[0]:
+        for tail in _product(ranges[1:]):
+            yield (head, *tail)

@@ -1,0 +1,45 @@
+"""Runs blocking store calls in worker threads so the trio loop never waits on I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from zarrmount.store.base import Store
+
+
+@dataclass
+class StoreStats:
+    gets: int = 0
+    get_bytes: int = 0
+    lists: int = 0
+    errors: int = 0
+
+
+class AsyncStore:
+    """Awaitable wrapper of a :class:`Store`; at most ``concurrency`` calls at once."""
+
+    def __init__(self, store: Store, concurrency: int = 16) -> None:
+        self.store = store
+        self.stats = StoreStats()
+        self._limiter = trio.CapacityLimiter(concurrency)
+
+    async def _run(self, fn, *args):
+        try:
+            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        except Exception:
+            self.stats.errors += 1
+            raise
+
+    async def get(self, key: str) -> bytes | None:
+        value = await self._run(self.store.get, key)
+        self.stats.gets += 1
+        if value is not None:
+            self.stats.get_bytes += len(value)
+        return value
+
+    async def call(self, fn, *args):
+        """Run another blocking function of the store layer (e.g. a hierarchy load)."""
+        self.stats.lists += 1
+        return await self._run(fn, *args)

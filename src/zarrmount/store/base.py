@@ -1,0 +1,43 @@
+"""The key/value interface every layer above ``store/`` talks to.
+
+Keys are ``/``-separated strings relative to the store root, as in the Zarr specs.
+Methods are blocking and thread-safe: callers on the trio loop run them in worker
+threads (see :mod:`zarrmount.store.aio`), which keeps the store usable without FUSE.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class StoreError(Exception):
+    """A store operation failed for a reason other than a missing key."""
+
+
+class Store(ABC):
+    """Blocking key/value access; ``None`` means the key does not exist."""
+
+    url: str
+
+    @abstractmethod
+    def get(self, key: str) -> bytes | None:
+        """Return the whole value, or ``None`` if the key is missing."""
+
+    @abstractmethod
+    def get_range(self, key: str, start: int, length: int) -> bytes | None:
+        """Return ``length`` bytes from ``start`` (negative ``start``: from the end)."""
+
+    @abstractmethod
+    def set(self, key: str, value: bytes) -> None:
+        """Store ``value`` under ``key``, replacing it atomically where the store can."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key``; a missing key is not an error."""
+
+    @abstractmethod
+    def list_dir(self, prefix: str) -> list[str]:
+        """Names directly below ``prefix`` (keys and sub-prefixes, no trailing ``/``)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
+        """Release connections or handles."""

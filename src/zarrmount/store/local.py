@@ -1,0 +1,74 @@
+"""A local directory as a store: plain ``os`` calls, the fast path."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+
+from zarrmount.store.base import Store, StoreError
+
+
+class LocalStore(Store):
+    """Keys map to files below ``root``; missing files read as ``None``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self.url = self.root
+
+    def _path(self, key: str) -> str:
+        parts = [p for p in key.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise StoreError(f"invalid key {key!r}")
+        return os.path.join(self.root, *parts)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+
+    def get_range(self, key: str, start: int, length: int) -> bytes | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                if start < 0:
+                    f.seek(start, os.SEEK_END)
+                else:
+                    f.seek(start)
+                return f.read(length)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+
+    def set(self, key: str, value: bytes) -> None:
+        path = self._path(key)
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".zarrmount-tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(value)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(key))
+
+    def list_dir(self, prefix: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._path(prefix)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            if e.errno == errno.EACCES:
+                raise StoreError(f"{prefix or '/'}: permission denied") from e
+            raise StoreError(f"{prefix or '/'}: {e.strerror}") from e

@@ -1,0 +1,18 @@
+"""The one exception the FUSE adapter turns into an errno reply."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+
+class FsError(Exception):
+    """A request fails with ``errno``; anything else escaping a handler is a bug (EIO)."""
+
+    def __init__(self, err: int, message: str = "") -> None:
+        super().__init__(message or os.strerror(err))
+        self.errno = err
+
+
+def enoent(what: str = "") -> FsError:
+    return FsError(errno.ENOENT, what)

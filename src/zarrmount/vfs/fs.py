@@ -1,0 +1,234 @@
+"""The filesystem as FUSE sees it, without importing pyfuse3: inodes, handles, requests.
+
+Groups load their children on first use (lookup or readdir), so mounting a large
+hierarchy costs one metadata read, and a bad node hides only itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+import trio
+
+from zarrmount import hierarchy
+from zarrmount.cache import ChunkCache
+from zarrmount.codecs import Pipeline
+from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, Node
+from zarrmount.options import MountOptions
+from zarrmount.store import Store, StoreError
+from zarrmount.store.aio import AsyncStore
+from zarrmount.vfs.arrayfile import ArrayFile
+from zarrmount.vfs.errors import FsError, enoent
+from zarrmount.vfs.xattrs import array_xattrs, group_xattrs
+
+log = logging.getLogger(__name__)
+
+ROOT_INODE = 1
+ROOT_ARRAY_NAME = "array"
+BLOCK_SIZE = 1 << 20
+STATS_XATTR = "user.zarrmount.stats"
+PID_XATTR = "user.zarrmount.pid"
+
+
+@dataclass
+class Attr:
+    ino: int
+    mode: int
+    size: int
+    uid: int
+    gid: int
+    mtime_ns: int
+    nlink: int = 1
+    blksize: int = BLOCK_SIZE
+
+    @property
+    def blocks(self) -> int:
+        return -(-self.size // 512)
+
+
+@dataclass
+class Inode:
+    ino: int
+    parent: int
+    node: GroupNode | ArrayNode | None  # None: the directory holding a root array
+    xattrs: dict[str, bytes]
+    array: ArrayFile | None = None
+    children: dict[str, int] | None = None
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.array is None
+
+
+class Filesystem:
+    def __init__(
+        self,
+        store: Store,
+        root: Node,
+        root_pipeline: Pipeline | None,
+        options: MountOptions,
+    ) -> None:
+        self.options = options
+        self.store = AsyncStore(store)
+        self.cache = ChunkCache(options.cache_size)
+        self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
+        self.mtime_ns = time.time_ns()
+        self._inodes: dict[int, Inode] = {}
+        self._handles: dict[int, ArrayFile] = {}
+        self._next_fh = 1
+        self.started = time.monotonic()
+        if isinstance(root, GroupNode):
+            self._add(ROOT_INODE, ROOT_INODE, root, None)
+        else:
+            holder = self._add(ROOT_INODE, ROOT_INODE, None, None)
+            holder.children = {}
+            self._add_child(holder, ROOT_ARRAY_NAME, root, root_pipeline)
+
+    # -- inode table ---------------------------------------------------------
+
+    def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
+        if isinstance(node, ArrayNode):
+            assert pipeline is not None
+            array = ArrayFile(
+                node.path, node.meta, pipeline, self.store, self.cache, self.decode_limiter
+            )
+            inode = Inode(ino, parent, node, array_xattrs(node.meta), array=array)
+        else:
+            attrs = node.attributes if node is not None else {}
+            inode = Inode(ino, parent, node, group_xattrs(attrs))
+        self._inodes[ino] = inode
+        return inode
+
+    def _add_child(self, parent: Inode, name: str, node: Node, pipeline) -> None:
+        if isinstance(node, HiddenNode):
+            log.warning("not shown: %s %r: %s", node.kind, node.path or "/", node.reason)
+            return
+        ino = len(self._inodes) + 1
+        self._add(ino, parent.ino, node, pipeline)
+        assert parent.children is not None
+        parent.children[name] = ino
+
+    def _inode(self, ino: int) -> Inode:
+        inode = self._inodes.get(ino)
+        if inode is None:
+            raise enoent(f"inode {ino}")
+        return inode
+
+    async def _children(self, inode: Inode) -> dict[str, int]:
+        if not inode.is_dir:
+            raise FsError(errno.ENOTDIR)
+        async with inode.lock:
+            if inode.children is None:
+                path = inode.node.path if inode.node is not None else ""
+                try:
+                    found = await self.store.call(hierarchy.load_children, self.store.store, path)
+                except StoreError as e:
+                    log.error("cannot list group %r: %s", path or "/", e)
+                    raise FsError(errno.EIO, str(e)) from e
+                inode.children = {}
+                for child in found:
+                    self._add_child(inode, child.name, child.node, child.pipeline)
+            return inode.children
+
+    # -- requests ------------------------------------------------------------
+
+    def getattr(self, ino: int) -> Attr:
+        inode = self._inode(ino)
+        opts = self.options
+        if inode.is_dir:
+            mode = stat.S_IFDIR | (0o555 & ~opts.umask)
+            size, nlink = 0, 2
+        else:
+            mode = stat.S_IFREG | ((0o444 if opts.read_only else 0o644) & ~opts.umask)
+            size, nlink = inode.array.size, 1
+        return Attr(ino, mode, size, opts.uid, opts.gid, self.mtime_ns, nlink)
+
+    async def lookup(self, parent: int, name: str) -> Attr:
+        children = await self._children(self._inode(parent))
+        if name == ".":
+            return self.getattr(parent)
+        if name == "..":
+            return self.getattr(self._inode(parent).parent)
+        ino = children.get(name)
+        if ino is None:
+            raise enoent(name)
+        return self.getattr(ino)
+
+    async def readdir(self, ino: int) -> list[tuple[str, Attr]]:
+        children = await self._children(self._inode(ino))
+        return [(name, self.getattr(child)) for name, child in sorted(children.items())]
+
+    def open(self, ino: int, flags: int) -> int:
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FsError(errno.EISDIR)
+        if self.options.read_only and (
+            flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
+        ):
+            raise FsError(errno.EROFS)
+        fh = self._next_fh
+        self._next_fh += 1
+        self._handles[fh] = inode.array
+        return fh
+
+    async def read(self, fh: int, offset: int, size: int) -> memoryview | bytes:
+        array = self._handles.get(fh)
+        if array is None:
+            raise FsError(errno.EBADF)
+        return await array.read(offset, size)
+
+    def release(self, fh: int) -> None:
+        self._handles.pop(fh, None)
+
+    def xattrs(self, ino: int) -> dict[str, bytes]:
+        found = dict(self._inode(ino).xattrs)
+        if ino == ROOT_INODE:
+            found[STATS_XATTR] = json.dumps(self.stats()).encode()
+            found[PID_XATTR] = str(os.getpid()).encode()
+        return found
+
+    def getxattr(self, ino: int, name: str) -> bytes:
+        value = self.xattrs(ino).get(name)
+        if value is None:
+            raise FsError(errno.ENODATA)
+        return value
+
+    def listxattr(self, ino: int) -> list[str]:
+        return sorted(self.xattrs(ino))
+
+    def stats(self) -> dict[str, int | float]:
+        s, c = self.store.stats, self.cache.stats
+        return {
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "store_gets": s.gets,
+            "store_get_bytes": s.get_bytes,
+            "store_lists": s.lists,
+            "store_errors": s.errors,
+            "cache_hits": c.hits,
+            "cache_misses": c.misses,
+            "cache_waits": c.waits,
+            "cache_evictions": c.evictions,
+            "cache_load_errors": c.load_errors,
+            "cache_used_bytes": self.cache.used,
+            "cache_capacity_bytes": self.cache.capacity,
+            "cache_entries": len(self.cache),
+            "open_handles": len(self._handles),
+            "inodes": len(self._inodes),
+        }
+
+    def statfs(self) -> dict[str, int]:
+        total = sum(i.array.size for i in self._inodes.values() if i.array is not None)
+        return {
+            "bsize": BLOCK_SIZE,
+            "frsize": BLOCK_SIZE,
+            "blocks": -(-total // BLOCK_SIZE),
+            "files": len(self._inodes),
+            "namemax": 255,
+        }
