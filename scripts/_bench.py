@@ -450,7 +450,9 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"  MISMATCH: {p}")
                 raise BenchError("the mount's bytes differ from zarr-python's; not timing it")
             variants.append(f"mount (ra {ra_default} KiB)")
-            if args.ra_kb and args.ra_kb != ra_default:
+            if ra_default is None:
+                log("  WARNING: read_ahead_kb of the mount not found; not varying it")
+            elif args.ra_kb and args.ra_kb != ra_default:
                 variants.append(f"mount (ra {args.ra_kb} KiB)")
         variants.append("zarr arr[:]")
         if not args.no_zarr_out:
@@ -527,8 +529,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    except BenchError as e:
+    except (BenchError, OSError) as e:
         log(f"bench: {e}")
+        if logfile.exists() and not args.zarr_only:
+            tail = logfile.read_text(errors="replace").splitlines()[-15:]
+            log(f"last lines of the daemon log {logfile}:")
+            for line in tail:
+                log(f"  | {line}")
         return 1
     finally:
         try:

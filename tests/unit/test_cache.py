@@ -1,0 +1,137 @@
+"""The decoded-chunk cache: one load per key, byte budget, LRU order, failures not kept."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from zarrmount.cache import ChunkCache
+
+
+def run(fn, *args):
+    return trio.run(fn, *args)
+
+
+def test_concurrent_gets_load_once():
+    calls = []
+
+    async def main():
+        cache = ChunkCache(1000)
+
+        async def loader():
+            calls.append(1)
+            await trio.sleep(0.01)
+            return "value", 10
+
+        results = []
+        async with trio.open_nursery() as n:
+            for _ in range(5):
+                n.start_soon(lambda: _get(cache, "k", loader, results))
+        assert results == ["value"] * 5
+        assert cache.stats.misses == 1 and cache.stats.waits == 4
+
+    async def _get(cache, key, loader, results):
+        results.append(await cache.get(key, loader))
+
+    run(main)
+    assert len(calls) == 1
+
+
+def test_lru_eviction_by_bytes():
+    async def main():
+        cache = ChunkCache(100)
+
+        def loader_for(v):
+            async def loader():
+                return v, 40
+
+            return loader
+
+        for k in "abc":
+            await cache.get(k, loader_for(k))
+        assert cache.peek("a") is None  # evicted: 120 > 100
+        assert cache.peek("b") == "b" and cache.peek("c") == "c"
+        await cache.get("b", loader_for("b"))  # refresh b
+        await cache.get("d", loader_for("d"))  # evicts c, the least recent
+        assert cache.peek("c") is None and cache.peek("b") == "b"
+        assert cache.used <= 100 and cache.stats.evictions == 2
+
+    run(main)
+
+
+def test_entry_larger_than_budget_is_returned_not_kept():
+    async def main():
+        cache = ChunkCache(10)
+
+        async def loader():
+            return "big", 11
+
+        assert await cache.get("k", loader) == "big"
+        assert len(cache) == 0 and cache.used == 0
+
+    run(main)
+
+
+def test_failure_reaches_waiters_and_is_not_cached():
+    attempts = []
+
+    async def main():
+        cache = ChunkCache(100)
+
+        async def failing():
+            attempts.append(1)
+            await trio.sleep(0.01)
+            raise ValueError("corrupt")
+
+        errors = []
+
+        async def get():
+            try:
+                await cache.get("k", failing)
+            except ValueError as e:
+                errors.append(str(e))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(get)
+            n.start_soon(get)
+        assert errors == ["corrupt", "corrupt"]
+
+        async def good():
+            return "ok", 1
+
+        assert await cache.get("k", good) == "ok"
+
+    run(main)
+    assert len(attempts) == 1
+
+
+def test_cancelled_loader_lets_waiter_retry():
+    results = []
+
+    async def main():
+        cache = ChunkCache(100)
+
+        async def slow():
+            await trio.sleep(10)
+            return "never", 1
+
+        async def fast():
+            return "fast", 1
+
+        async def first(scope_holder, task_status=trio.TASK_STATUS_IGNORED):
+            with trio.CancelScope() as scope:
+                task_status.started(scope)
+                await cache.get("k", slow)
+
+        async def waiter():
+            results.append(await cache.get("k", fast))
+
+        async with trio.open_nursery() as n:
+            scope = await n.start(first, None)
+            await trio.sleep(0.01)
+            n.start_soon(waiter)
+            await trio.sleep(0.01)
+            scope.cancel()
+
+    run(main)
+    assert results == ["fast"]

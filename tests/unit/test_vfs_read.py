@@ -1,0 +1,142 @@
+"""Reads through the FUSE-shaped API (no mount): random ranges against zarr-python's bytes."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numcodecs
+import numpy as np
+import pytest
+import trio
+import zarr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zarrmount import hierarchy
+from zarrmount.options import MountOptions
+from zarrmount.store.local import LocalStore
+from zarrmount.vfs import Filesystem, FsError
+
+
+class CountingStore(LocalStore):
+    def __init__(self, root):
+        super().__init__(root)
+        self.gets: list[str] = []
+
+    def get(self, key):
+        self.gets.append(key)
+        return super().get(key)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("vfs") / "data.zarr")
+    g = zarr.open_group(root, mode="w", zarr_format=2)
+    rng = np.random.default_rng(0)
+    a = g.create_array("a", shape=(23, 17, 5), chunks=(4, 6, 3), dtype="<i2",
+                       compressors=numcodecs.Zstd(level=1), fill_value=-7, order="F")
+    a[:] = rng.integers(-1000, 1000, size=(23, 17, 5), dtype="i2")
+    b = g.create_array("sub/b", shape=(41,), chunks=(8,), dtype=">f8",
+                       compressors=numcodecs.Blosc(cname="lz4"), fill_value=1.5)
+    b[5:20] = rng.random(15)  # the rest of b's chunks are missing: fill value
+    return root
+
+
+def oracle(root, path):
+    return np.ascontiguousarray(zarr.open_array(root, path=path, mode="r")[:]).tobytes()
+
+
+def make_fs(root, cache_size=64 << 20):
+    store = CountingStore(root)
+    node, pipeline = hierarchy.load_root(store)
+    options = MountOptions(cache_size=cache_size)
+    return store, Filesystem(store, node, pipeline, options)
+
+
+async def open_path(fs, path):
+    ino = 1
+    for part in path.split("/"):
+        ino = (await fs.lookup(ino, part)).ino
+    return fs.open(ino, os.O_RDONLY)
+
+
+@given(data=st.data())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_reads_equal_oracle(source, data):
+    path = data.draw(st.sampled_from(["a", "sub/b"]))
+    expected = oracle(source, path)
+    offset = data.draw(st.integers(0, len(expected) + 10))
+    size = data.draw(st.integers(0, len(expected) + 10))
+    _, fs = make_fs(source, cache_size=data.draw(st.sampled_from([0, 500, 64 << 20])))
+
+    async def main():
+        fh = await open_path(fs, path)
+        return bytes(await fs.read(fh, offset, size))
+
+    assert trio.run(main) == expected[offset : offset + size]
+
+
+def test_second_pass_fetches_nothing(source):
+    store, fs = make_fs(source)
+    expected = oracle(source, "a")
+
+    async def main():
+        fh = await open_path(fs, "a")
+        first = bytes(await fs.read(fh, 0, len(expected)))
+        gets_after_first = len(store.gets)
+        for off in range(0, len(expected), 1000):
+            assert bytes(await fs.read(fh, off, 1000)) == expected[off : off + 1000]
+        return first, gets_after_first
+
+    first, gets_after_first = trio.run(main)
+    assert first == expected
+    assert len(store.gets) == gets_after_first
+    assert fs.stats()["cache_hits"] > 0
+
+
+def test_each_chunk_fetched_once_under_concurrency(source):
+    store, fs = make_fs(source)
+
+    async def main():
+        fh = await open_path(fs, "a")
+        async with trio.open_nursery() as n:
+            for _ in range(8):
+                n.start_soon(fs.read, fh, 0, 23 * 17 * 5 * 2)
+
+    trio.run(main)
+    chunk_gets = [k for k in store.gets if not k.rsplit("/", 1)[-1].startswith(".")]
+    assert len(chunk_gets) == len(set(chunk_gets)) == 6 * 3 * 2
+
+
+def test_corrupt_chunk_fails_only_its_reads(tmp_path, caplog):
+    root = str(tmp_path / "c.zarr")
+    a = zarr.create_array(root, shape=(20,), chunks=(10,), dtype="u1",
+                          compressors=numcodecs.Zlib(), zarr_format=2)
+    a[:] = np.arange(20, dtype="u1")
+    with open(os.path.join(root, "1"), "wb") as f:
+        f.write(b"garbage")
+    _, fs = make_fs(root)
+
+    async def main():
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+        assert bytes(await fs.read(fh, 0, 10)) == bytes(range(10))
+        with pytest.raises(FsError) as e:
+            await fs.read(fh, 5, 10)
+        assert e.value.errno == errno.EIO
+
+    trio.run(main)
+    assert any("chunk 1:" in r.getMessage() for r in caplog.records)
+
+
+def test_write_open_on_read_only_mount_is_erofs(source):
+    _, fs = make_fs(source)
+
+    async def main():
+        ino = (await fs.lookup(1, "a")).ino
+        for flags in (os.O_WRONLY, os.O_RDWR, os.O_RDONLY | os.O_TRUNC):
+            with pytest.raises(FsError) as e:
+                fs.open(ino, flags)
+            assert e.value.errno == errno.EROFS
+
+    trio.run(main)
