@@ -38,6 +38,8 @@ class MountOptions:
     gid: int = field(default_factory=os.getgid)
     umask: int = 0o022
     log_file: str | None = None
+    # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
+    read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
 
     def apply(self, text: str) -> None:
         """Apply one ``-o`` argument (``a,b=c,...``) on top of the current values."""
@@ -61,6 +63,8 @@ class MountOptions:
                 self.gid = int(value)
             elif name == "umask":
                 self.umask = int(value, 8) & 0o777
+            elif name == "read_ahead_kb":
+                self.read_ahead_kb = int(value)
             elif name == "log":
                 if not value:
                     raise OptionError("option 'log' needs a path: log=PATH")
@@ -78,6 +82,8 @@ class MountOptions:
                  f"uid={self.uid}", f"gid={self.gid}", f"umask={self.umask:o}"]
         if self.allow_other:
             parts.append("allow_other")
+        if self.read_ahead_kb is not None:
+            parts.append(f"read_ahead_kb={self.read_ahead_kb}")
         if self.log_file:
             parts.append(f"log={self.log_file}")
         return ",".join(parts)

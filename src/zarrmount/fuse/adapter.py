@@ -12,6 +12,7 @@ import logging
 import os
 
 import pyfuse3
+import trio
 
 from zarrmount.vfs import Attr, Filesystem, FsError
 
@@ -71,6 +72,11 @@ class Operations(pyfuse3.Operations):
         # Directory handle -> [inode, entries listed by the first readdir (None until then)].
         self._dir_handles: dict[int, list] = {}
         self._next_dir_fh = 1
+        self.initialized = trio.Event()
+
+    def init(self) -> None:
+        """The kernel's INIT request arrived: the mount now answers requests."""
+        self.initialized.set()
 
     @_guard
     async def lookup(self, parent_inode, name, ctx=None):

@@ -10,6 +10,7 @@ import trio
 
 from zarrmount.fuse.adapter import Operations
 from zarrmount.fuse.notify import ReadyPipe, sd_notify
+from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
 from zarrmount.vfs import Filesystem
 
@@ -28,7 +29,7 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
     return opts
 
 
-async def _serve(ready: ReadyPipe) -> None:
+async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
     async with trio.open_nursery() as nursery:
 
         async def stop_on_signal() -> None:
@@ -39,9 +40,17 @@ async def _serve(ready: ReadyPipe) -> None:
                     pyfuse3.terminate()
                     return
 
+        async def announce() -> None:
+            # The kernel applies its own read-ahead when INIT is answered: set ours after.
+            await ops.initialized.wait()
+            if ops.fs.options.read_ahead_kb is not None:
+                await trio.to_thread.run_sync(
+                    set_read_ahead, mountpoint, ops.fs.options.read_ahead_kb
+                )
+            ready.ready()
+
         nursery.start_soon(stop_on_signal)
-        await trio.sleep(0)
-        ready.ready()
+        nursery.start_soon(announce)
         await pyfuse3.main()
         nursery.cancel_scope.cancel()
 
@@ -59,7 +68,7 @@ def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     log.info("mounted %s at %s", source, mountpoint)
     status = 0
     try:
-        trio.run(_serve, ready)
+        trio.run(_serve, ops, mountpoint, ready)
     except BaseException:
         log.exception("FUSE main loop failed")
         status = 1
