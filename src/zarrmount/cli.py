@@ -119,6 +119,8 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     """Start the daemon detached and return once it reports the mount live (or failed)."""
     _check_mountpoint(mountpoint)
     _open(source)
+    if "://" not in source and "::" not in source:
+        source = os.path.abspath(source)  # the daemon runs in /
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", "zarrmount", source, mountpoint, "-f",
            "-o", options.to_args(), "--ready-fd", str(write_fd)]
@@ -126,7 +128,7 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
         cmd.append("-d")
     with open(os.devnull, "r+b") as null:
         proc = subprocess.Popen(cmd, stdin=null, stdout=null, stderr=null,
-                                pass_fds=(write_fd,), start_new_session=True)
+                                pass_fds=(write_fd,), start_new_session=True, cwd="/")
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as pipe:
         line = pipe.readline().decode(errors="replace").strip()
@@ -154,12 +156,16 @@ def _unmount(mountpoint: str) -> int:
     if not os.path.ismount(mountpoint):
         raise CommandError(f"{mountpoint} is not mounted")
     pid = _daemon_pid(mountpoint)
+    try:
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+    except OSError:  # not ours to signal: let fusermount3 decide
+        pid = None
     if pid is None:
         done = subprocess.run(["fusermount3", "-u", mountpoint], capture_output=True, text=True)
         if done.returncode:
             raise CommandError(done.stderr.strip() or f"cannot unmount {mountpoint}")
         return 0
-    os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + UNMOUNT_TIMEOUT_S
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         if _is_zombie(pid):
