@@ -79,11 +79,9 @@ def _check_mountpoint(mountpoint: str) -> None:
 
 def _open(source: str):
     try:
-        store = open_store(source)
-        root, pipeline = hierarchy.load_root(store)
+        return hierarchy.open_hierarchy(open_store(source))
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {source}: {e}") from None
-    return store, root, pipeline
 
 
 def _options(args: argparse.Namespace) -> MountOptions:
@@ -106,12 +104,12 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     ready = ReadyPipe(args.ready_fd)
     try:
         _check_mountpoint(mountpoint)
-        store, root, pipeline = _open(source)
+        dialect, root, pipeline = _open(source)
     except CommandError as e:
         log.error("%s", e)
         ready.failed(str(e))
         raise
-    fs = Filesystem(store, root, pipeline, options)
+    fs = Filesystem(dialect, root, pipeline, options)
     return session.run(fs, source, mountpoint, ready)
 
 
@@ -188,8 +186,8 @@ def _inspect(source: str, as_json: bool) -> int:
     from zarrmount.inspect_tree import inspect
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    store, _, _ = _open(source)
-    print(inspect(store, as_json))
+    dialect, root, _ = _open(source)
+    print(inspect(dialect, root, as_json))
     return 0
 
 

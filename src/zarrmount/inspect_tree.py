@@ -7,8 +7,7 @@ from typing import Any
 
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
-from zarrmount.hierarchy import walk
-from zarrmount.store import Store
+from zarrmount.hierarchy import Dialect, walk
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
 
 
@@ -17,7 +16,7 @@ def describe(node: Node) -> dict[str, Any]:
         return {"path": node.path, "type": node.kind, "shown": False, "reason": node.reason}
     if isinstance(node, GroupNode):
         return {"path": node.path, "type": "group", "shown": True, "zarr_format": node.zarr_format,
-                "attributes": node.attributes}
+                "implicit": node.implicit, "attributes": node.attributes}
     meta = node.meta
     return {
         "path": node.path,
@@ -25,8 +24,11 @@ def describe(node: Node) -> dict[str, Any]:
         "shown": True,
         "file": node.path or ROOT_ARRAY_NAME,
         "zarr_format": meta.zarr_format,
+        "format": meta.format_name,
         "shape": list(meta.shape),
         "chunks": list(meta.chunks),
+        "shards": list(meta.shards) if meta.shards else None,
+        "dimension_names": list(meta.dimension_names) if meta.dimension_names else None,
         "dtype": dtype_label(meta.dtype),
         "order": meta.order,
         "fill_value": meta.fill_json,
@@ -37,6 +39,8 @@ def describe(node: Node) -> dict[str, Any]:
 
 
 def _codec_names(codecs: dict[str, Any]) -> str:
+    if "codecs" in codecs:
+        return "+".join(c["name"] for c in codecs["codecs"])
     names = [f["id"] for f in codecs.get("filters") or ()]
     if codecs.get("compressor"):
         names.append(codecs["compressor"]["id"])
@@ -51,12 +55,14 @@ def _line(d: dict[str, Any]) -> str:
         return name if name == "/" else f"{name}/"
     shape = "x".join(map(str, d["shape"])) or "scalar"
     chunks = "x".join(map(str, d["chunks"])) or "scalar"
-    return (f"{name}  {d['dtype']} {shape} chunks {chunks} order {d['order']} "
+    if d["shards"]:
+        chunks += " in shards " + "x".join(map(str, d["shards"]))
+    return (f"{name}  v{d['format']} {d['dtype']} {shape} chunks {chunks} "
             f"codecs {_codec_names(d['codecs'])} ({d['size']} bytes)")
 
 
-def inspect(store: Store, as_json: bool) -> str:
-    nodes = [describe(n) for n in walk(store)]
+def inspect(dialect: Dialect, root: Node, as_json: bool) -> str:
+    nodes = [describe(n) for n in walk(dialect, root)]
     if as_json:
-        return json.dumps({"source": store.url, "nodes": nodes}, indent=2)
+        return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)
     return "\n".join(_line(d) for d in sorted(nodes, key=lambda d: d["path"]))

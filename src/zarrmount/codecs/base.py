@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
@@ -18,26 +19,54 @@ class ChunkDecodeError(Exception):
     """A stored chunk is corrupt, truncated, or decodes to the wrong size."""
 
 
+def as_bytes_array(buf: object) -> np.ndarray:
+    """Any buffer a codec returns, as a flat uint8 array without copying."""
+    return ensure_contiguous_ndarray(buf).reshape(-1).view(np.uint8)
+
+
+def from_flat(buf: object, shape: tuple[int, ...], dtype: np.dtype, order: str) -> np.ndarray:
+    """Interpret a decoded buffer as a chunk; raises ChunkDecodeError on a size mismatch."""
+    flat = as_bytes_array(buf)
+    expected = dtype.itemsize * int(np.prod(shape))
+    if flat.nbytes != expected:
+        raise ChunkDecodeError(f"decoded to {flat.nbytes} bytes, expected {expected}")
+    return flat.view(dtype).reshape(shape, order=order)
+
+
+@dataclass(frozen=True)
+class ShardIndexSpec:
+    """How to find inner chunks in a shard: where its index is and how to decode it."""
+
+    chunks_per_shard: tuple[int, ...]
+    index_nbytes: int
+    at_end: bool
+    decode_index: object  # Callable[[bytes], np.ndarray]: (*chunks_per_shard, 2) uint64
+
+
 class Pipeline(ABC):
-    """Decodes one stored chunk into an array of the chunk shape and the file dtype."""
+    """Decodes one stored read unit (a chunk, or an inner chunk of a shard)."""
+
+    sharding: ShardIndexSpec | None = None
 
     def __init__(self, meta: ArrayMeta) -> None:
         self.meta = meta
 
     @abstractmethod
-    def decode_bytes(self, raw: bytes) -> object:
-        """Undo the codecs; returns any buffer holding the chunk's elements."""
+    def _decode(self, raw: bytes) -> np.ndarray:
+        """Undo the codecs: an array of the chunk shape, in the file's dtype."""
 
     def decode(self, raw: bytes) -> np.ndarray:
         """Decode ``raw``; any failure becomes :class:`ChunkDecodeError` with the cause."""
         meta = self.meta
         try:
-            buf = self.decode_bytes(raw)
-            flat = ensure_contiguous_ndarray(buf).reshape(-1).view(np.uint8)
+            chunk = self._decode(raw)
+        except ChunkDecodeError:
+            raise
         except Exception as e:  # codecs raise anything from RuntimeError to ValueError
             raise ChunkDecodeError(f"cannot decode: {type(e).__name__}: {e}") from e
-        if flat.nbytes != meta.chunk_nbytes:
+        if chunk.shape != meta.chunks or chunk.dtype.itemsize != meta.itemsize:
             raise ChunkDecodeError(
-                f"decoded to {flat.nbytes} bytes, expected {meta.chunk_nbytes}"
+                f"decoded to shape {list(chunk.shape)} of {chunk.dtype}, "
+                f"expected {list(meta.chunks)} of {meta.dtype}"
             )
-        return flat.view(meta.dtype).reshape(meta.chunks, order=meta.order)
+        return chunk

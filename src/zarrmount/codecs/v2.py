@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numcodecs
+import numpy as np
 
-from zarrmount.codecs.base import CodecError, Pipeline
+from zarrmount.codecs.base import CodecError, Pipeline, from_flat
 from zarrmount.format.model import ArrayMeta
 
 
-def _get_codec(config: dict) -> numcodecs.abc.Codec:
+def get_numcodec(config: dict) -> numcodecs.abc.Codec:
+    """A numcodecs codec from its ``{"id": ..., ...}`` configuration."""
     try:
         return numcodecs.get_codec(dict(config))
     except Exception as e:
@@ -19,11 +21,11 @@ class V2Pipeline(Pipeline):
     def __init__(self, meta: ArrayMeta) -> None:
         super().__init__(meta)
         compressor = meta.codecs.get("compressor")
-        self.compressor = _get_codec(compressor) if compressor else None
-        self.filters = [_get_codec(f) for f in meta.codecs.get("filters") or ()]
+        self.compressor = get_numcodec(compressor) if compressor else None
+        self.filters = [get_numcodec(f) for f in meta.codecs.get("filters") or ()]
 
-    def decode_bytes(self, raw: bytes) -> object:
+    def _decode(self, raw: bytes) -> np.ndarray:
         buf: object = self.compressor.decode(raw) if self.compressor else raw
         for f in reversed(self.filters):
             buf = f.decode(buf)
-        return buf
+        return from_flat(buf, self.meta.chunks, self.meta.dtype, self.meta.order)

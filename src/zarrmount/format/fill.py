@@ -81,3 +81,49 @@ def decode_v2_fill(value: Any, dtype: np.dtype) -> np.ndarray:
     except (binascii.Error, ValueError, TypeError, OverflowError) as e:
         raise MetadataError(f"bad fill value {value!r} for {dtype}: {e}") from e
     raise MetadataError(f"no fill value encoding for dtype {dtype}")
+
+
+def _hex_bits(text: str, dtype: np.dtype) -> np.ndarray:
+    """``"0x7fc00000"``: the element's bit pattern, most significant byte first."""
+    try:
+        raw = int(text, 16 if text.startswith("0x") else 2).to_bytes(dtype.itemsize, "big")
+    except (ValueError, OverflowError) as e:
+        raise MetadataError(f"bad bit-pattern fill value {text!r} for {dtype}") from e
+    return np.frombuffer(raw, dtype=dtype.newbyteorder(">")).astype(dtype).reshape(())
+
+
+def _v3_float(value: Any, dtype: np.dtype) -> np.ndarray:
+    if isinstance(value, str) and value.startswith(("0x", "0b")):
+        return _hex_bits(value, dtype)
+    if value == "+Infinity":
+        value = "Infinity"
+    return np.array(_float(value), dtype=dtype)
+
+
+def decode_v3_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    """Decode a v3 ``fill_value`` (final spec, drafts and zarr-python's extensions)."""
+    if value is None:
+        return np.zeros((), dtype=dtype)
+    kind = dtype.kind
+    try:
+        if kind == "f":
+            return _v3_float(value, dtype)
+        if kind == "c":
+            if isinstance(value, str) and value.startswith(("0x", "0b")):
+                return _hex_bits(value, dtype)
+            if not (isinstance(value, list) and len(value) == 2):
+                raise MetadataError(f"complex fill value {value!r} is not a [real, imag] pair")
+            part = np.dtype(f"{dtype.byteorder}f{dtype.itemsize // 2}")
+            re, im = (_v3_float(v, part).item() for v in value)
+            return np.array(complex(re, im), dtype=dtype)
+        if kind == "V" and dtype.fields is None and isinstance(value, list):
+            if not all(isinstance(b, int) and 0 <= b < 256 for b in value):
+                raise MetadataError(f"raw fill value {value!r} is not a list of bytes")
+            return _from_bytes(bytes(value), dtype)
+        if kind in "iu" and isinstance(value, str) and value.startswith(("0x", "0b")):
+            return _hex_bits(value, dtype)
+        if (kind in "SV" or dtype.fields is not None) and value == "":
+            return np.zeros((), dtype=dtype)
+    except (binascii.Error, ValueError, TypeError, OverflowError) as e:
+        raise MetadataError(f"bad fill value {value!r} for {dtype}: {e}") from e
+    return decode_v2_fill(value, dtype)

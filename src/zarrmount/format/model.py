@@ -14,19 +14,20 @@ class MetadataError(ValueError):
 
 @dataclass(frozen=True)
 class ChunkKeyEncoding:
-    """How chunk grid coordinates become store keys below the array's prefix.
+    """How chunk grid coordinates become store keys below the array's data prefix.
 
-    v2: ``0.1`` or ``0/1`` (``0`` for 0-d); v3 default: ``c/0/1`` (``c`` for 0-d).
+    v2: ``0.1`` or ``0/1`` (``0`` for 0-d); v3 default: ``c/0/1`` (``c`` for 0-d);
+    v3 drafts: ``c0/1`` (``c`` for 0-d).
     """
 
     separator: str = "."
     prefix: str = ""
+    scalar: str = "0"
 
     def key(self, coords: tuple[int, ...]) -> str:
-        body = self.separator.join(str(c) for c in coords) if coords else ""
-        if not self.prefix:
-            return body or "0"
-        return f"{self.prefix}{self.separator}{body}" if body else self.prefix
+        if not coords:
+            return self.scalar
+        return self.prefix + self.separator.join(map(str, coords))
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,14 @@ class ArrayMeta:
     key_encoding: ChunkKeyEncoding
     attributes: dict[str, Any] = field(default_factory=dict)
     dtype_json: Any = None
+    # Sharded arrays: the shard shape; ``chunks`` is then the inner chunk shape.
+    shards: tuple[int, ...] | None = None
+    dimension_names: tuple[str | None, ...] | None = None
+    format_label: str = ""  # ``user.zarr.format`` when not just ``zarr_format``
+
+    @property
+    def format_name(self) -> str:
+        return self.format_label or str(self.zarr_format)
 
     @property
     def itemsize(self) -> int:
@@ -79,12 +88,14 @@ class GroupNode:
     path: str
     zarr_format: int
     attributes: dict[str, Any] = field(default_factory=dict)
+    implicit: bool = False  # a v3 draft prefix with descendants but no document
 
 
 @dataclass(frozen=True)
 class ArrayNode:
     path: str
     meta: ArrayMeta
+    data_prefix: str  # store prefix of the chunk keys, e.g. ``a/b/`` or ``data/root/a/b/``
 
 
 @dataclass(frozen=True)

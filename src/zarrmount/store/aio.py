@@ -39,6 +39,13 @@ class AsyncStore:
             self.stats.get_bytes += len(value)
         return value
 
+    async def get_range(self, key: str, start: int, length: int) -> bytes | None:
+        value = await self._run(self.store.get_range, key, start, length)
+        self.stats.gets += 1
+        if value is not None:
+            self.stats.get_bytes += len(value)
+        return value
+
     async def call(self, fn, *args):
         """Run another blocking function of the store layer (e.g. a hierarchy load)."""
         self.stats.lists += 1

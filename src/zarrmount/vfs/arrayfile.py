@@ -11,7 +11,8 @@ import trio
 
 from zarrmount.cache import ChunkCache
 from zarrmount.codecs import ChunkDecodeError, Pipeline
-from zarrmount.format.model import ArrayMeta
+from zarrmount.codecs.v3 import MISSING
+from zarrmount.format.model import ArrayNode
 from zarrmount.layout import plan_read
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 
 # A missing chunk is a zero-stride view of the fill value: it costs the cache nothing.
 _FILL_ENTRY_BYTES = 64
+# The cached "index" of a shard that does not exist: every inner chunk reads as fill.
+_NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
 def raw_dtype(itemsize: int) -> np.dtype:
@@ -35,15 +38,14 @@ class ArrayFile:
 
     def __init__(
         self,
-        path: str,
-        meta: ArrayMeta,
+        node: ArrayNode,
         pipeline: Pipeline,
         store: AsyncStore,
         cache: ChunkCache,
         decode_limiter: trio.CapacityLimiter,
     ) -> None:
-        self.path = path
-        self.meta = meta
+        self.path = node.path
+        self.meta = meta = node.meta
         self.pipeline = pipeline
         self.store = store
         self.cache = cache
@@ -51,24 +53,62 @@ class ArrayFile:
         self.size = meta.nbytes
         self._raw = raw_dtype(meta.itemsize)
         self._fill = np.broadcast_to(meta.fill_value.reshape(()).view(self._raw), meta.chunks)
-        self._prefix = f"{path}/" if path else ""
+        self._prefix = node.data_prefix
+        self._sharding = pipeline.sharding
 
-    def chunk_key(self, coords: tuple[int, ...]) -> str:
+    def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self.meta.key_encoding.key(coords)
 
+    async def _decode(self, raw: bytes) -> np.ndarray:
+        return await trio.to_thread.run_sync(self.pipeline.decode, raw, limiter=self.decode_limiter)
+
+    def _locate(self, coords: tuple[int, ...]) -> tuple[str, tuple[int, ...] | None]:
+        """The store key holding ``coords`` and, for shards, its place inside the shard."""
+        if self._sharding is None:
+            return self._key(coords), None
+        per_shard = self._sharding.chunks_per_shard
+        shard = tuple(c // n for c, n in zip(coords, per_shard, strict=True))
+        return self._key(shard), tuple(c % n for c, n in zip(coords, per_shard, strict=True))
+
     async def _load(self, coords: tuple[int, ...]) -> tuple[np.ndarray, int]:
-        key = self.chunk_key(coords)
+        """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
+        key, local = self._locate(coords)
         try:
-            raw = await self.store.get(key)
+            if local is None:
+                raw = await self.store.get(key)
+            else:
+                raw = await self._fetch_inner(key, local)
             if raw is None:
                 return self._fill, _FILL_ENTRY_BYTES
-            chunk = await trio.to_thread.run_sync(
-                self.pipeline.decode, raw, limiter=self.decode_limiter
-            )
+            chunk = await self._decode(raw)
         except (StoreError, ChunkDecodeError) as e:
             log.error("chunk %s: %s", key, e)
             raise FsError(errno.EIO, f"chunk {key}: {e}") from e
         return chunk.view(self._raw), chunk.nbytes
+
+    async def _fetch_inner(self, key: str, local: tuple[int, ...]) -> bytes | None:
+        """The bytes of one inner chunk: a range request located by the (cached) shard index."""
+        index = await self.cache.get((self.path, "index", key), lambda: self._load_index(key))
+        if index.size == 0:
+            return None
+        offset, length = (int(v) for v in index[local])
+        if offset == MISSING and length == MISSING:
+            return None
+        raw = await self.store.get_range(key, offset, length)
+        if raw is None or len(raw) != length:
+            raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
+        return raw
+
+    async def _load_index(self, key: str) -> tuple[np.ndarray, int]:
+        spec = self._sharding
+        n = spec.index_nbytes
+        raw = await self.store.get_range(key, -n if spec.at_end else 0, n)
+        if raw is None:
+            return _NO_SHARD, _FILL_ENTRY_BYTES
+        if len(raw) != n:
+            raise ChunkDecodeError(f"shard index has {len(raw)} bytes, expected {n}")
+        index = await trio.to_thread.run_sync(spec.decode_index, raw, limiter=self.decode_limiter)
+        return index, index.nbytes
 
     async def chunk(self, coords: tuple[int, ...]) -> np.ndarray:
         """The decoded chunk at ``coords`` as raw elements, from the cache when there."""

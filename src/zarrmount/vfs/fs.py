@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import trio
 
-from zarrmount import hierarchy
 from zarrmount.cache import ChunkCache
 from zarrmount.codecs import Pipeline
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, Node
+from zarrmount.hierarchy import Dialect
 from zarrmount.options import MountOptions
-from zarrmount.store import Store, StoreError
+from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.errors import FsError, enoent
@@ -70,13 +70,14 @@ class Inode:
 class Filesystem:
     def __init__(
         self,
-        store: Store,
+        dialect: Dialect,
         root: Node,
         root_pipeline: Pipeline | None,
         options: MountOptions,
     ) -> None:
         self.options = options
-        self.store = AsyncStore(store)
+        self.dialect = dialect
+        self.store = AsyncStore(dialect.store)
         self.cache = ChunkCache(options.cache_size)
         self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
         self.mtime_ns = time.time_ns()
@@ -96,9 +97,7 @@ class Filesystem:
     def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
-            array = ArrayFile(
-                node.path, node.meta, pipeline, self.store, self.cache, self.decode_limiter
-            )
+            array = ArrayFile(node, pipeline, self.store, self.cache, self.decode_limiter)
             inode = Inode(ino, parent, node, array_xattrs(node.meta), array=array)
         else:
             attrs = node.attributes if node is not None else {}
@@ -126,11 +125,10 @@ class Filesystem:
             raise FsError(errno.ENOTDIR)
         async with inode.lock:
             if inode.children is None:
-                path = inode.node.path if inode.node is not None else ""
                 try:
-                    found = await self.store.call(hierarchy.load_children, self.store.store, path)
+                    found = await self.store.call(self.dialect.children, inode.node)
                 except StoreError as e:
-                    log.error("cannot list group %r: %s", path or "/", e)
+                    log.error("cannot list group %r: %s", inode.node.path or "/", e)
                     raise FsError(errno.EIO, str(e)) from e
                 inode.children = {}
                 for child in found:

@@ -19,13 +19,19 @@ def group_xattrs(attributes: dict) -> dict[str, bytes]:
 
 
 def array_xattrs(meta: ArrayMeta) -> dict[str, bytes]:
-    return {
+    found = {
         PREFIX + "dtype": dtype_label(meta.dtype).encode(),
         PREFIX + "shape": _json(list(meta.shape)),
         PREFIX + "chunks": _json(list(meta.chunks)),
         PREFIX + "fill_value": _json(meta.fill_json),
         PREFIX + "codecs": _json(meta.codecs),
-        PREFIX + "format": str(meta.zarr_format).encode(),
-        PREFIX + "order": meta.order.encode(),
+        PREFIX + "format": meta.format_name.encode(),
         PREFIX + "attributes": _json(meta.attributes),
     }
+    if meta.zarr_format == 2:
+        found[PREFIX + "order"] = meta.order.encode()
+    if meta.shards is not None:
+        found[PREFIX + "shards"] = _json(list(meta.shards))
+    if meta.dimension_names is not None:
+        found[PREFIX + "dimension_names"] = _json(list(meta.dimension_names))
+    return found

@@ -1,0 +1,58 @@
+"""Finds the nodes of a hierarchy in a store, whatever its format."""
+
+from __future__ import annotations
+
+from zarrmount.codecs import Pipeline
+from zarrmount.format.draft import is_entry_point, parse_entry_point
+from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
+from zarrmount.format.v2 import ZARRAY, ZGROUP, load_json
+from zarrmount.format.v3 import parse_document
+from zarrmount.hierarchy.base import Child, Dialect, SourceError
+from zarrmount.hierarchy.draft import DraftDialect
+from zarrmount.hierarchy.v2 import V2Dialect
+from zarrmount.hierarchy.v3 import V3Dialect
+from zarrmount.store import Store, StoreError
+
+
+def _dialect(store: Store) -> Dialect:
+    raw = store.get("zarr.json")
+    if raw is not None:
+        if is_entry_point(load_json(raw, "zarr.json")):
+            return DraftDialect.detect(store, parse_entry_point(raw))
+        return V3Dialect(store, parse_document(raw))
+    if store.get(ZARRAY) is not None or store.get(ZGROUP) is not None:
+        return V2Dialect(store)
+    raise SourceError(
+        f"no Zarr metadata (zarr.json, .zgroup or .zarray) at the root of {store.url}"
+    )
+
+
+def open_hierarchy(store: Store) -> tuple[Dialect, Node, Pipeline | None]:
+    """The store's dialect and root node; raises SourceError when it cannot be mounted."""
+    try:
+        dialect = _dialect(store)
+        node, pipeline = dialect.root()
+    except (StoreError, MetadataError) as e:
+        raise SourceError(str(e)) from e
+    if isinstance(node, HiddenNode):
+        raise SourceError(f"root {node.kind} of {store.url}: {node.reason}")
+    return dialect, node, pipeline
+
+
+def walk(dialect: Dialect, root: Node) -> list[Node]:
+    """Every node, group by group, for inspection; groups that fail to list are skipped."""
+    nodes: list[Node] = [root]
+    stack = [root] if isinstance(root, GroupNode) else []
+    while stack:
+        group = stack.pop()
+        try:
+            children = dialect.children(group)
+        except StoreError as e:
+            nodes.append(HiddenNode(group.path, "group", f"cannot list: {e}"))
+            continue
+        nodes.extend(c.node for c in children)
+        stack.extend(reversed([c.node for c in children if isinstance(c.node, GroupNode)]))
+    return nodes
+
+
+__all__ = ["Child", "Dialect", "SourceError", "open_hierarchy", "walk"]

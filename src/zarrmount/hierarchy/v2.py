@@ -1,0 +1,50 @@
+"""Zarr v2 hierarchies: ``.zgroup``/``.zarray`` documents found by listing directories."""
+
+from __future__ import annotations
+
+from zarrmount.codecs import Pipeline
+from zarrmount.format import v2
+from zarrmount.format.model import GroupNode, HiddenNode, Node
+from zarrmount.hierarchy.base import NODE_ERRORS, Child, Dialect, array_child, join, named_child
+from zarrmount.store import StoreError
+
+_METADATA_KEYS = {v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, ".zmetadata"}
+
+
+class V2Dialect(Dialect):
+    label = "2"
+
+    def node(self, path: str) -> tuple[Node, Pipeline | None] | None:
+        """The node at ``path``, or ``None`` when nothing there is a Zarr node."""
+        get = self.store.get
+        zarray = zgroup = None
+        try:
+            zarray = get(join(path, v2.ZARRAY))
+            zgroup = None if zarray is not None else get(join(path, v2.ZGROUP))
+            if zarray is None and zgroup is None:
+                return None
+            attributes = v2.parse_attributes(get(join(path, v2.ZATTRS)))
+            if zarray is not None:
+                meta = v2.parse_array(zarray, attributes)
+                return array_child(path, meta, f"{path}/" if path else "")
+            v2.parse_group(zgroup)
+            return GroupNode(path, 2, attributes), None
+        except (*NODE_ERRORS, StoreError) as e:
+            kind = "array" if zarray is not None else "group" if zgroup is not None else "unknown"
+            return HiddenNode(path, kind, str(e)), None
+
+    def root(self) -> tuple[Node, Pipeline | None]:
+        found = self.node("")
+        assert found is not None, "the dialect was chosen because root metadata exists"
+        return found
+
+    def children(self, group: GroupNode) -> list[Child]:
+        children = []
+        for name in self.store.list_dir(group.path):
+            if name in _METADATA_KEYS:
+                continue
+            path = join(group.path, name)
+            found = self.node(path)
+            if found is not None:
+                children.append(named_child(name, path, *found))
+        return children
