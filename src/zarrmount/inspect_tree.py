@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.hierarchy import Dialect, walk
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
+
+
+def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
+    conventions, problems = parse_conventions(attributes)
+    found: dict[str, Any] = {}
+    if conventions is not None:
+        found["conventions"] = conventions
+    if problems:
+        found["convention_problems"] = problems
+    return found
 
 
 def describe(node: Node) -> dict[str, Any]:
@@ -16,9 +27,10 @@ def describe(node: Node) -> dict[str, Any]:
         return {"path": node.path, "type": node.kind, "shown": False, "reason": node.reason}
     if isinstance(node, GroupNode):
         return {"path": node.path, "type": "group", "shown": True, "zarr_format": node.zarr_format,
-                "implicit": node.implicit, "attributes": node.attributes}
+                "implicit": node.implicit, "attributes": node.attributes,
+                **_conventions(node.attributes)}
     meta = node.meta
-    return {
+    return _conventions(meta.attributes) | {
         "path": node.path,
         "type": "array",
         "shown": True,
@@ -51,14 +63,18 @@ def _line(d: dict[str, Any]) -> str:
     name = d["path"] or "/"
     if not d["shown"]:
         return f"{name}  [{d['type']}, not shown: {d['reason']}]"
+    names = ", ".join(c["name"] or c["uuid"] for c in d.get("conventions", []))
+    notes = f"  conventions: {names}" if names else ""
+    if d.get("convention_problems"):
+        notes += f"  (malformed conventions: {'; '.join(d['convention_problems'])})"
     if d["type"] == "group":
-        return name if name == "/" else f"{name}/"
+        return (name if name == "/" else f"{name}/") + notes
     shape = "x".join(map(str, d["shape"])) or "scalar"
     chunks = "x".join(map(str, d["chunks"])) or "scalar"
     if d["shards"]:
         chunks += " in shards " + "x".join(map(str, d["shards"]))
     return (f"{name}  v{d['format']} {d['dtype']} {shape} chunks {chunks} "
-            f"codecs {_codec_names(d['codecs'])} ({d['size']} bytes)")
+            f"codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}")
 
 
 def inspect(dialect: Dialect, root: Node, as_json: bool) -> str:

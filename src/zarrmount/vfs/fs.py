@@ -98,10 +98,10 @@ class Filesystem:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
             array = ArrayFile(node, pipeline, self.store, self.cache, self.decode_limiter)
-            inode = Inode(ino, parent, node, array_xattrs(node.meta), array=array)
+            inode = Inode(ino, parent, node, array_xattrs(node.path, node.meta), array=array)
         else:
-            attrs = node.attributes if node is not None else {}
-            inode = Inode(ino, parent, node, group_xattrs(attrs))
+            path, attrs = (node.path, node.attributes) if node is not None else ("", {})
+            inode = Inode(ino, parent, node, group_xattrs(path, attrs))
         self._inodes[ino] = inode
         return inode
 

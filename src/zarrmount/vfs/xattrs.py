@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 
+from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import ArrayMeta
+
+log = logging.getLogger(__name__)
 
 PREFIX = "user.zarr."
 
@@ -14,19 +18,29 @@ def _json(value: object) -> bytes:
     return json.dumps(value, separators=(", ", ": ")).encode()
 
 
-def group_xattrs(attributes: dict) -> dict[str, bytes]:
-    return {PREFIX + "attributes": _json(attributes)}
+def _attribute_xattrs(path: str, attributes: dict) -> dict[str, bytes]:
+    found = {PREFIX + "attributes": _json(attributes)}
+    conventions, problems = parse_conventions(attributes)
+    for problem in problems:
+        log.warning("%s: malformed conventions: %s", path or "/", problem)
+    if conventions is not None:
+        found[PREFIX + "conventions"] = _json(conventions)
+    return found
 
 
-def array_xattrs(meta: ArrayMeta) -> dict[str, bytes]:
-    found = {
+def group_xattrs(path: str, attributes: dict) -> dict[str, bytes]:
+    return _attribute_xattrs(path, attributes)
+
+
+def array_xattrs(path: str, meta: ArrayMeta) -> dict[str, bytes]:
+    found = _attribute_xattrs(path, meta.attributes)
+    found |= {
         PREFIX + "dtype": dtype_label(meta.dtype).encode(),
         PREFIX + "shape": _json(list(meta.shape)),
         PREFIX + "chunks": _json(list(meta.chunks)),
         PREFIX + "fill_value": _json(meta.fill_json),
         PREFIX + "codecs": _json(meta.codecs),
         PREFIX + "format": meta.format_name.encode(),
-        PREFIX + "attributes": _json(meta.attributes),
     }
     if meta.zarr_format == 2:
         found[PREFIX + "order"] = meta.order.encode()
