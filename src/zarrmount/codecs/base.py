@@ -19,6 +19,19 @@ class ChunkDecodeError(Exception):
     """A stored chunk is corrupt, truncated, or decodes to the wrong size."""
 
 
+def raw_dtype(itemsize: int) -> np.dtype:
+    """A dtype that copies or compares ``itemsize`` bytes verbatim, never converting values."""
+    if itemsize in (1, 2, 4, 8):
+        return np.dtype(f"=u{itemsize}")
+    return np.dtype((np.void, itemsize))
+
+
+def is_fill(chunk: np.ndarray, fill: np.ndarray) -> bool:
+    """True when every element has the fill value's bytes (NaN fills included)."""
+    raw = raw_dtype(chunk.dtype.itemsize)
+    return bool(np.all(chunk.view(raw) == fill.reshape(()).view(raw)))
+
+
 def as_bytes_array(buf: object) -> np.ndarray:
     """Any buffer a codec returns, as a flat uint8 array without copying."""
     return ensure_contiguous_ndarray(buf).reshape(-1).view(np.uint8)
@@ -41,6 +54,7 @@ class ShardIndexSpec:
     index_nbytes: int
     at_end: bool
     decode_index: object  # Callable[[bytes], np.ndarray]: (*chunks_per_shard, 2) uint64
+    assemble: object  # Callable[[dict[coords, bytes]], bytes]: a shard from inner chunks
 
 
 class Pipeline(ABC):
@@ -54,6 +68,14 @@ class Pipeline(ABC):
     @abstractmethod
     def _decode(self, raw: bytes) -> np.ndarray:
         """Undo the codecs: an array of the chunk shape, in the file's dtype."""
+
+    @abstractmethod
+    def _encode(self, chunk: np.ndarray) -> bytes:
+        """Apply the codecs to an array of the chunk shape in the file's dtype."""
+
+    def encode(self, chunk: np.ndarray) -> bytes:
+        """The stored form of ``chunk`` (any strides; viewed as the file's dtype)."""
+        return self._encode(chunk.view(self.meta.dtype))
 
     def decode(self, raw: bytes) -> np.ndarray:
         """Decode ``raw``; any failure becomes :class:`ChunkDecodeError` with the cause."""

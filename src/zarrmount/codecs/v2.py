@@ -5,7 +5,7 @@ from __future__ import annotations
 import numcodecs
 import numpy as np
 
-from zarrmount.codecs.base import CodecError, Pipeline, from_flat
+from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat
 from zarrmount.format.model import ArrayMeta
 
 
@@ -29,3 +29,11 @@ class V2Pipeline(Pipeline):
         for f in reversed(self.filters):
             buf = f.decode(buf)
         return from_flat(buf, self.meta.chunks, self.meta.dtype, self.meta.order)
+
+    def _encode(self, chunk: np.ndarray) -> bytes:
+        buf: object = chunk.ravel(order=self.meta.order)
+        for f in self.filters:
+            buf = f.encode(buf)
+        if self.compressor:
+            buf = self.compressor.encode(buf)
+        return as_bytes_array(buf).tobytes()

@@ -1,14 +1,13 @@
 """Zarr v3 codec chains: array-to-array codecs, one array-to-bytes codec, bytes-to-bytes codecs.
 
-Also the codecs zarr-python writes as ``numcodecs.<id>``, and sharding: read at
-inner-chunk granularity when it is the whole chain (see :class:`V3Pipeline`), decoded a
+Also the codecs zarr-python writes as ``numcodecs.<id>``, and sharding: read and written at
+inner-chunk granularity when it is the whole chain (see :class:`V3Pipeline`), handled a
 whole shard at a time when nested or combined with other codecs.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import Any
 
 import numcodecs
@@ -22,13 +21,16 @@ from zarrmount.codecs.base import (
     ShardIndexSpec,
     as_bytes_array,
     from_flat,
+    is_fill,
 )
 from zarrmount.codecs.v2 import get_numcodec
 from zarrmount.format.model import ArrayMeta
 
-# numcodecs codecs that work on arrays rather than bytes (zarr-python's numcodecs.* names).
-_NUMCODECS_ARRAY = {"delta", "fixedscaleoffset", "quantize", "bitround", "astype", "packbits"}
-MISSING = np.uint64(2**64 - 1)
+# numcodecs codecs that work on arrays rather than bytes (zarr-python's numcodecs.* names),
+# with the configuration key naming the dtype they encode to.
+_NUMCODECS_ARRAY = {"delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
+                    "bitround": None, "astype": "encode_dtype"}
+MISSING = 2**64 - 1
 
 Spec = tuple[tuple[int, ...], np.dtype]  # the (shape, dtype) a codec decodes to
 
@@ -40,6 +42,9 @@ class _ArrayCodec:
         return spec
 
     def decode(self, arr: np.ndarray, spec: Spec) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(self, arr: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
 
@@ -62,54 +67,93 @@ class _Transpose(_ArrayCodec):
     def decode(self, arr: np.ndarray, spec: Spec) -> np.ndarray:
         return arr.transpose(self.inverse)
 
+    def encode(self, arr: np.ndarray) -> np.ndarray:
+        return arr.transpose(self.order)
+
 
 class _NumcodecsArray(_ArrayCodec):
-    def __init__(self, codec: numcodecs.abc.Codec) -> None:
-        self.codec = codec
+    def __init__(self, codec_id: str, config: dict[str, Any]) -> None:
+        self.codec = get_numcodec({**config, "id": codec_id})
+        key = _NUMCODECS_ARRAY[codec_id]
+        self.encoded_dtype = np.dtype(config[key]) if key and config.get(key) else None
+
+    def encoded(self, spec: Spec) -> Spec:
+        shape, dtype = spec
+        return shape, self.encoded_dtype or dtype
 
     def decode(self, arr: np.ndarray, spec: Spec) -> np.ndarray:
         shape, dtype = spec
         out = np.asarray(self.codec.decode(np.ascontiguousarray(arr)))
         return from_flat(out.astype(dtype, copy=False), shape, dtype, "C")
 
+    def encode(self, arr: np.ndarray) -> np.ndarray:
+        out = np.asarray(self.codec.encode(np.ascontiguousarray(arr)))
+        return out.reshape(arr.shape)
+
 
 class _BytesCodec:
     """array -> bytes: the element bytes in C order, in the given endian."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.endian = config.get("endian")
+        self.order = {"little": "<", "big": ">"}.get(config.get("endian"), "=")
 
     def decode(self, buf: object, spec: Spec) -> np.ndarray:
         shape, dtype = spec
         return from_flat(buf, shape, dtype, "C")
 
-
-class _BytesToBytes:
-    def __init__(self, decode: Callable[[object], object]) -> None:
-        self.decode = decode
-
-
-def _crc32c_decode(buf: object) -> object:
-    data = as_bytes_array(buf)
-    if data.nbytes < 4:
-        raise ChunkDecodeError("crc32c: fewer than 4 bytes")
-    body, (stored,) = data[:-4], struct.unpack("<I", data[-4:].tobytes())
-    if CRC32C().checksum(body) != stored:
-        raise ChunkDecodeError("crc32c checksum mismatch")
-    return body
+    def encode(self, arr: np.ndarray) -> bytes:
+        dtype = arr.dtype if arr.dtype.itemsize == 1 else arr.dtype.newbyteorder(self.order)
+        return np.ascontiguousarray(arr, dtype=dtype).tobytes()
 
 
-def _bytes_codec(name: str, config: dict[str, Any]) -> _BytesToBytes:
+class _Crc32c:
+    def decode(self, buf: object) -> object:
+        data = as_bytes_array(buf)
+        if data.nbytes < 4:
+            raise ChunkDecodeError("crc32c: fewer than 4 bytes")
+        body, (stored,) = data[:-4], struct.unpack("<I", data[-4:].tobytes())
+        if CRC32C().checksum(body) != stored:
+            raise ChunkDecodeError("crc32c checksum mismatch")
+        return body
+
+    def encode(self, buf: object) -> bytes:
+        data = as_bytes_array(buf)
+        return data.tobytes() + struct.pack("<I", CRC32C().checksum(data))
+
+
+class _Blosc:
+    """Blosc frames describe themselves; the configuration only matters for encoding."""
+
+    _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        shuffle = config.get("shuffle", "noshuffle")
+        self.typesize = int(config.get("typesize") or 1)
+        self.codec = numcodecs.Blosc(
+            cname=config.get("cname", "lz4"),
+            clevel=int(config.get("clevel", 5)),
+            shuffle=self._SHUFFLE.get(shuffle, shuffle),
+            blocksize=int(config.get("blocksize", 0)),
+            typesize=self.typesize,
+        )
+        self.decode = self.codec.decode
+
+    def encode(self, buf: object) -> object:
+        return self.codec.encode(as_bytes_array(buf))
+
+
+def _bytes_codec(name: str, config: dict[str, Any]):
+    """A bytes -> bytes codec: anything with ``decode(buf)`` and ``encode(buf)``."""
     if name == "crc32c":
-        return _BytesToBytes(_crc32c_decode)
+        return _Crc32c()
     if name == "gzip":
-        return _BytesToBytes(numcodecs.GZip(level=config.get("level", 5)).decode)
+        return numcodecs.GZip(level=config.get("level", 5))
     if name == "zstd":
-        return _BytesToBytes(numcodecs.Zstd(level=config.get("level", 0)).decode)
+        return numcodecs.Zstd(level=config.get("level", 0), checksum=config.get("checksum", False))
     if name == "blosc":
-        return _BytesToBytes(numcodecs.Blosc().decode)  # blosc frames describe themselves
+        return _Blosc(config)
     if name.startswith("numcodecs."):
-        return _BytesToBytes(get_numcodec({**config, "id": name[len("numcodecs."):]}).decode)
+        return get_numcodec({**config, "id": name[len("numcodecs.") :]})
     raise CodecError(f"unsupported codec {name!r}")
 
 
@@ -119,7 +163,7 @@ class Chain:
     def __init__(self, codecs: list[dict[str, Any]], spec: Spec, fill: np.ndarray) -> None:
         self.spec = spec
         self.array_codecs: list[tuple[_ArrayCodec, Spec]] = []
-        self.bytes_codecs: list[_BytesToBytes] = []
+        self.bytes_codecs: list = []
         self.to_bytes: _BytesCodec | ShardingCodec | None = None
         for codec in codecs:
             name, config = codec["name"], codec.get("configuration") or {}
@@ -139,57 +183,93 @@ class Chain:
         if self.to_bytes is None:
             raise CodecError("codec chain has no array-to-bytes codec (bytes, sharding_indexed)")
         self.bytes_spec = spec
-        self.bytes_codecs.reverse()
-        self.array_codecs.reverse()
 
     @staticmethod
     def _array_codec(name: str, config: dict[str, Any], ndim: int) -> _ArrayCodec | None:
         if name == "transpose":
             return _Transpose(config, ndim)
-        if name.startswith("numcodecs.") and name[len("numcodecs."):] in _NUMCODECS_ARRAY:
-            return _NumcodecsArray(get_numcodec({**config, "id": name[len("numcodecs."):]}))
+        codec_id = name.removeprefix("numcodecs.")
+        if name.startswith("numcodecs.") and codec_id in _NUMCODECS_ARRAY:
+            return _NumcodecsArray(codec_id, config)
         return None
 
     def decode(self, raw: object) -> np.ndarray:
         buf = raw
-        for codec in self.bytes_codecs:
+        for codec in reversed(self.bytes_codecs):
             buf = codec.decode(buf)
         arr = self.to_bytes.decode(buf, self.bytes_spec)
-        for codec, spec in self.array_codecs:
+        for codec, spec in reversed(self.array_codecs):
             arr = codec.decode(arr, spec)
         return arr
 
+    def encode(self, arr: np.ndarray) -> bytes:
+        for codec, _ in self.array_codecs:
+            arr = codec.encode(arr)
+        buf: object = self.to_bytes.encode(arr)
+        for codec in self.bytes_codecs:
+            buf = codec.encode(buf)
+        return as_bytes_array(buf).tobytes()
+
 
 def index_chain(config: dict[str, Any], chunks_per_shard: tuple[int, ...]) -> tuple[Chain, int]:
-    """The chain decoding a shard index, and the index's encoded size in bytes."""
+    """The chain coding a shard index, and the index's encoded size in bytes."""
     codecs = config.get("index_codecs") or [
         {"name": "bytes", "configuration": {"endian": "little"}},
         {"name": "crc32c"},
     ]
-    names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
+    norm = [c if isinstance(c, dict) else {"name": c} for c in codecs]
+    names = [c.get("name") for c in norm]
     if not names or names[0] != "bytes" or any(n != "crc32c" for n in names[1:]):
         raise CodecError(f"unsupported sharding index codecs {names}")
-    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
+    endian = (norm[0].get("configuration") or {}).get("endian", "little")
     dtype = np.dtype("<u8" if endian == "little" else ">u8")
-    spec = ((*chunks_per_shard, 2), dtype)
-    norm = [{"name": n, "configuration": c.get("configuration", {}) if isinstance(c, dict) else {}}
-            for n, c in zip(names, codecs, strict=True)]
     nbytes = 16 * int(np.prod(chunks_per_shard)) + 4 * (len(names) - 1)
-    return Chain(norm, spec, np.zeros((), dtype)), nbytes
+    return Chain(norm, ((*chunks_per_shard, 2), dtype), np.zeros((), dtype)), nbytes
 
 
-def _shard_layout(config: dict[str, Any], shard_shape: tuple[int, ...]):
-    inner = tuple(config.get("chunk_shape") or ())
-    if len(inner) != len(shard_shape) or any(
-        not isinstance(i, int) or i <= 0 or s % i for s, i in zip(shard_shape, inner, strict=True)
-    ):
-        raise CodecError(f"sharding chunk_shape {list(inner)} does not divide {list(shard_shape)}")
-    location = config.get("index_location", "end")
-    if location not in ("start", "end"):
-        raise CodecError(f"sharding index_location {location!r} is not start/end")
-    per_shard = tuple(s // i for s, i in zip(shard_shape, inner, strict=True))
-    index, index_nbytes = index_chain(config, per_shard)
-    return inner, per_shard, index, index_nbytes, location == "end"
+class ShardLayout:
+    """Where inner chunks sit in a shard, and how its index is coded."""
+
+    def __init__(self, config: dict[str, Any], shard_shape: tuple[int, ...]) -> None:
+        inner = tuple(config.get("chunk_shape") or ())
+        if len(inner) != len(shard_shape) or any(
+            not isinstance(i, int) or i <= 0 or s % i
+            for s, i in zip(shard_shape, inner, strict=True)
+        ):
+            raise CodecError(
+                f"sharding chunk_shape {list(inner)} does not divide {list(shard_shape)}"
+            )
+        location = config.get("index_location", "end")
+        if location not in ("start", "end"):
+            raise CodecError(f"sharding index_location {location!r} is not start/end")
+        codecs = config.get("codecs")
+        if not isinstance(codecs, list) or not codecs:
+            raise CodecError("sharding has no inner codecs")
+        self.codecs = [c if isinstance(c, dict) else {"name": c} for c in codecs]
+        self.inner = inner
+        self.per_shard = tuple(s // i for s, i in zip(shard_shape, inner, strict=True))
+        self.index, self.index_nbytes = index_chain(config, self.per_shard)
+        self.at_end = location == "end"
+
+    def read_index(self, data: np.ndarray) -> np.ndarray:
+        n = self.index_nbytes
+        if data.nbytes < n:
+            raise ChunkDecodeError(f"shard of {data.nbytes} bytes is shorter than its index")
+        return self.index.decode(data[-n:] if self.at_end else data[:n])
+
+    def assemble(self, pieces: dict[tuple[int, ...], bytes]) -> bytes:
+        """A shard from the encoded inner chunks present; absent ones read as fill."""
+        index = np.full((*self.per_shard, 2), MISSING, dtype=np.uint64)
+        offset = 0 if self.at_end else self.index_nbytes
+        body = []
+        for coords in np.ndindex(*self.per_shard):
+            piece = pieces.get(coords)
+            if piece is not None:
+                index[coords] = (offset, len(piece))
+                offset += len(piece)
+                body.append(piece)
+        encoded = self.index.encode(index.astype(self.index.spec[1]))
+        return b"".join([*body, encoded] if self.at_end else [encoded, *body])
 
 
 class ShardingCodec:
@@ -197,54 +277,61 @@ class ShardingCodec:
 
     def __init__(self, config: dict[str, Any], spec: Spec, fill: np.ndarray) -> None:
         shard_shape, dtype = spec
-        inner, self.per_shard, self.index, self.index_nbytes, self.at_end = _shard_layout(
-            config, shard_shape
-        )
-        self.inner_shape = inner
-        self.inner = Chain(_codecs(config), (inner, dtype), fill)
+        self.layout = ShardLayout(config, shard_shape)
+        self.inner = Chain(self.layout.codecs, (self.layout.inner, dtype), fill)
         self.fill = fill
+
+    def _regions(self):
+        for coords in np.ndindex(*self.layout.per_shard):
+            yield coords, tuple(
+                slice(c * i, (c + 1) * i) for c, i in zip(coords, self.layout.inner, strict=True)
+            )
 
     def decode(self, buf: object, spec: Spec) -> np.ndarray:
         shape, dtype = spec
         data = as_bytes_array(buf)
-        n = self.index_nbytes
-        if data.nbytes < n:
-            raise ChunkDecodeError(f"shard of {data.nbytes} bytes is shorter than its index")
-        index = self.index.decode(data[-n:] if self.at_end else data[:n])
+        index = self.layout.read_index(data)
         out = np.empty(shape, dtype=dtype)
-        for coords in np.ndindex(*self.per_shard):
-            region = tuple(slice(c * i, (c + 1) * i)
-                           for c, i in zip(coords, self.inner_shape, strict=True))
-            offset, length = index[coords]
+        for coords, region in self._regions():
+            offset, length = (int(v) for v in index[coords])
             if offset == MISSING and length == MISSING:
                 out[region] = self.fill
-                continue
-            if offset + length > data.nbytes:
-                raise ChunkDecodeError(f"inner chunk {coords} lies outside the shard")
-            out[region] = self.inner.decode(data[int(offset) : int(offset + length)])
+            elif offset + length > data.nbytes:
+                raise ChunkDecodeError(f"inner chunk {list(coords)} lies outside the shard")
+            else:
+                out[region] = self.inner.decode(data[offset : offset + length])
         return out
 
-
-def _codecs(config: dict[str, Any]) -> list[dict[str, Any]]:
-    codecs = config.get("codecs")
-    if not isinstance(codecs, list) or not codecs:
-        raise CodecError("sharding has no inner codecs")
-    return [c if isinstance(c, dict) else {"name": c} for c in codecs]
+    def encode(self, arr: np.ndarray) -> bytes:
+        pieces = {
+            coords: self.inner.encode(arr[region])
+            for coords, region in self._regions()
+            if not is_fill(arr[region], self.fill)
+        }
+        return self.layout.assemble(pieces)
 
 
 class V3Pipeline(Pipeline):
-    """Decodes a v3 chunk, or with ``meta.shards`` one inner chunk of a shard."""
+    """Codes a v3 chunk, or with ``meta.shards`` one inner chunk of a shard."""
 
     def __init__(self, meta: ArrayMeta) -> None:
         super().__init__(meta)
         codecs = meta.codecs["codecs"]
         if meta.shards is not None:
-            config = codecs[0]["configuration"]
-            inner, per_shard, index, index_nbytes, at_end = _shard_layout(config, meta.shards)
-            self.chain = Chain(_codecs(config), (inner, meta.dtype), meta.fill_value)
-            self.sharding = ShardIndexSpec(per_shard, index_nbytes, at_end, index.decode)
+            self.layout = ShardLayout(codecs[0]["configuration"], meta.shards)
+            self.chain = Chain(self.layout.codecs, (meta.chunks, meta.dtype), meta.fill_value)
+            self.sharding = ShardIndexSpec(
+                self.layout.per_shard,
+                self.layout.index_nbytes,
+                self.layout.at_end,
+                self.layout.index.decode,
+                self.layout.assemble,
+            )
         else:
             self.chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
 
     def _decode(self, raw: bytes) -> np.ndarray:
         return self.chain.decode(raw)
+
+    def _encode(self, chunk: np.ndarray) -> bytes:
+        return self.chain.encode(chunk)

@@ -11,6 +11,7 @@ import trio
 
 from zarrmount.cache import ChunkCache
 from zarrmount.codecs import ChunkDecodeError, Pipeline
+from zarrmount.codecs.base import raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
 from zarrmount.layout import plan_read
@@ -24,13 +25,6 @@ log = logging.getLogger(__name__)
 _FILL_ENTRY_BYTES = 64
 # The cached "index" of a shard that does not exist: every inner chunk reads as fill.
 _NO_SHARD = np.empty(0, dtype=np.uint64)
-
-
-def raw_dtype(itemsize: int) -> np.dtype:
-    """A dtype that copies ``itemsize`` bytes verbatim, never converting values."""
-    if itemsize in (1, 2, 4, 8):
-        return np.dtype(f"=u{itemsize}")
-    return np.dtype((np.void, itemsize))
 
 
 class ArrayFile:
