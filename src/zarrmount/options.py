@@ -38,6 +38,8 @@ class MountOptions:
     gid: int = field(default_factory=os.getgid)
     umask: int = 0o022
     log_file: str | None = None
+    write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
+    writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
 
@@ -52,7 +54,13 @@ class MountOptions:
             if name == "ro":
                 self.read_only = True
             elif name == "rw":
-                raise OptionError("option 'rw': read-write mounts are not supported yet")
+                self.read_only = False
+            elif name == "write_empty_chunks":
+                self.write_empty_chunks = True
+            elif name == "writeback_delay":
+                self.writeback_delay = float(value)
+                if self.writeback_delay < 0:
+                    raise ValueError(value)
             elif name == "cache_size":
                 self.cache_size = parse_size(value)
             elif name == "allow_other":
@@ -82,6 +90,9 @@ class MountOptions:
                  f"uid={self.uid}", f"gid={self.gid}", f"umask={self.umask:o}"]
         if self.allow_other:
             parts.append("allow_other")
+        if self.write_empty_chunks:
+            parts.append("write_empty_chunks")
+        parts.append(f"writeback_delay={self.writeback_delay:g}")
         if self.read_ahead_kb is not None:
             parts.append(f"read_ahead_kb={self.read_ahead_kb}")
         if self.log_file:

@@ -1,24 +1,29 @@
 """An LRU of decoded chunks, bounded in bytes, with one load per chunk however many wait.
 
 Concurrency rules (see docs/cache.md): every method runs on the trio thread, so the
-dictionaries need no locks; only loaders do work in worker threads, and they never
-touch the cache. A key is either cached, in flight (one loader, any number of waiters),
-or absent. A failed or cancelled load leaves the key absent, so the next read retries.
+dictionaries need no locks; loaders and write-backs do their work in worker threads and
+never touch the cache from there. A key is cached, in flight (one loader, any number of
+waiters) or absent. A failed or cancelled load leaves the key absent, so the next read
+retries. Dirty entries (written, not yet stored) live apart from the LRU and are never
+evicted: only their owner's write-back makes them clean again.
 """
 
 from __future__ import annotations
 
-import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
-log = logging.getLogger(__name__)
-
 Loader = Callable[[], Awaitable[tuple[Any, int]]]
+
+
+class Owner(Protocol):
+    async def write_back_key(self, key: Hashable) -> None:
+        """Store the dirty entry ``key`` (and whatever else shares its stored object)."""
 
 
 @dataclass
@@ -28,6 +33,21 @@ class CacheStats:
     waits: int = 0
     evictions: int = 0
     load_errors: int = 0
+    dirtied: int = 0
+    cleaned: int = 0
+
+
+class Entry:
+    """A cached value; ``mutable`` once a writer owns a private copy of it."""
+
+    __slots__ = ("value", "nbytes", "mutable", "owner", "dirty_since")
+
+    def __init__(self, value: Any, nbytes: int) -> None:
+        self.value = value
+        self.nbytes = nbytes
+        self.mutable = False
+        self.owner: Owner | None = None
+        self.dirty_since: float | None = None
 
 
 class _Flight:
@@ -43,20 +63,28 @@ class ChunkCache:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.used = 0
+        self.dirty_bytes = 0
         self.stats = CacheStats()
-        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._clean: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._dirty: OrderedDict[Hashable, Entry] = OrderedDict()  # oldest write first
         self._flights: dict[Hashable, _Flight] = {}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._clean) + len(self._dirty)
+
+    def entry(self, key: Hashable) -> Entry | None:
+        """The entry for ``key`` without loading or counting; refreshes its LRU position."""
+        found = self._dirty.get(key)
+        if found is not None:
+            return found
+        found = self._clean.get(key)
+        if found is not None:
+            self._clean.move_to_end(key)
+        return found
 
     def peek(self, key: Hashable) -> Any | None:
-        """The cached value without loading or counting; refreshes its LRU position."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
+        found = self.entry(key)
+        return None if found is None else found.value
 
     async def get(self, key: Hashable, loader: Loader) -> Any:
         """The value for ``key``, loading it with ``loader`` (returns value, nbytes) if absent."""
@@ -72,9 +100,9 @@ class ChunkCache:
             await flight.done.wait()
             if flight.error is not None:
                 raise flight.error
-            if flight.value is not None:
+            # Loaded (now cached, unless too big to keep) or cancelled: look again.
+            if flight.value is not None and self.peek(key) is None:
                 return flight.value
-            # The loader was cancelled: try again, perhaps as the loader.
         self.stats.misses += 1
         flight = _Flight()
         self._flights[key] = flight
@@ -88,18 +116,78 @@ class ChunkCache:
             raise
         else:
             flight.value = value
-            self._insert(key, value, nbytes)
-            return value
+            if key not in self._dirty:  # a writer may have replaced it meanwhile
+                self._insert_clean(key, Entry(value, nbytes))
+            return self.peek(key) if key in self._dirty else value
         finally:
             del self._flights[key]
             flight.done.set()
 
-    def _insert(self, key: Hashable, value: Any, nbytes: int) -> None:
-        if nbytes > self.capacity:
+    def _insert_clean(self, key: Hashable, entry: Entry) -> None:
+        old = self._clean.pop(key, None)
+        if old is not None:
+            self.used -= old.nbytes
+        if entry.nbytes > self.capacity:
             return
-        self._entries[key] = (value, nbytes)
-        self.used += nbytes
-        while self.used > self.capacity:
-            _, (_, size) = self._entries.popitem(last=False)
-            self.used -= size
+        self._clean[key] = entry
+        self.used += entry.nbytes
+        self._evict()
+
+    def _evict(self) -> None:
+        while self.used > self.capacity and self._clean:
+            _, old = self._clean.popitem(last=False)
+            self.used -= old.nbytes
             self.stats.evictions += 1
+
+    def discard(self, key: Hashable) -> None:
+        """Forget a clean entry that no longer matches the store."""
+        old = self._clean.pop(key, None)
+        if old is not None:
+            self.used -= old.nbytes
+
+    def put_dirty(self, key: Hashable, value: Any, nbytes: int, owner: Owner) -> None:
+        """Keep ``value`` as the written, not yet stored content of ``key``."""
+        entry = self._dirty.get(key)
+        if entry is None:
+            old = self._clean.pop(key, None)
+            if old is not None:
+                self.used -= old.nbytes
+            entry = Entry(value, nbytes)
+            entry.dirty_since = time.monotonic()
+            self._dirty[key] = entry
+            self.used += nbytes
+            self.dirty_bytes += nbytes
+            self.stats.dirtied += 1
+        elif entry.value is not value:
+            self.used += nbytes - entry.nbytes
+            self.dirty_bytes += nbytes - entry.nbytes
+            entry.value, entry.nbytes = value, nbytes
+        entry.mutable = True
+        entry.owner = owner
+
+    def mark_clean(self, key: Hashable) -> None:
+        """The dirty entry ``key`` is stored: it may be evicted from now on."""
+        entry = self._dirty.pop(key, None)
+        if entry is None:
+            return
+        self.dirty_bytes -= entry.nbytes
+        self.used -= entry.nbytes
+        entry.dirty_since = None
+        self.stats.cleaned += 1
+        self._insert_clean(key, entry)
+
+    def dirty(self, owner: Owner | None = None, before: float | None = None) -> list[Hashable]:
+        """Dirty keys, oldest first; only ``owner``'s, only those dirty since ``before``."""
+        return [
+            key
+            for key, e in self._dirty.items()
+            if (owner is None or e.owner is owner) and (before is None or e.dirty_since < before)
+        ]
+
+    async def relieve(self, limit: int) -> None:
+        """Write back the oldest dirty entries until at most ``limit`` bytes are dirty."""
+        while self.dirty_bytes > limit and self._dirty:
+            key, entry = next(iter(self._dirty.items()))
+            await entry.owner.write_back_key(key)
+            if key in self._dirty and self._dirty[key] is entry:
+                return  # the write-back failed; its owner reports the error

@@ -126,8 +126,27 @@ class Operations(pyfuse3.Operations):
         return await self.fs.read(fh, off, size)
 
     @_guard
+    async def write(self, fh, off, buf):
+        return await self.fs.write(fh, off, buf)
+
+    @_guard
+    async def flush(self, fh):
+        await self.fs.flush(fh)
+
+    @_guard
+    async def fsync(self, fh, datasync):
+        await self.fs.flush(fh)
+
+    @_guard
     async def release(self, fh):
-        self.fs.release(fh)
+        await self.fs.release(fh)
+
+    @_guard
+    async def setattr(self, inode, attr, fields, fh, ctx):
+        size = attr.st_size if fields.update_size else None
+        mtime = attr.st_mtime_ns if fields.update_mtime else None
+        other = fields.update_mode or fields.update_uid or fields.update_gid
+        return _entry(self.fs.setattr(inode, size, mtime, other))
 
     @_guard
     async def getxattr(self, inode, name, ctx):

@@ -30,13 +30,16 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
 
 
 async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
+    fs = ops.fs
     async with trio.open_nursery() as nursery:
 
         async def stop_on_signal() -> None:
             with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
                 async for signum in signals:
-                    log.info("received %s: unmounting", signal.Signals(signum).name)
+                    log.info("received %s: storing dirty data, then unmounting",
+                             signal.Signals(signum).name)
                     sd_notify("STOPPING=1")
+                    await fs.flush_all()  # while the mount still answers requests
                     pyfuse3.terminate()
                     return
 
@@ -51,8 +54,12 @@ async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
 
         nursery.start_soon(stop_on_signal)
         nursery.start_soon(announce)
+        if not fs.options.read_only:
+            nursery.start_soon(fs.write_back_idle, fs.options.writeback_delay)
         await pyfuse3.main()
         nursery.cancel_scope.cancel()
+    if await fs.flush_all():
+        log.error("some dirty data could not be stored before exit")
 
 
 def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:

@@ -13,6 +13,9 @@ from zarrmount.store.base import Store
 class StoreStats:
     gets: int = 0
     get_bytes: int = 0
+    sets: int = 0
+    set_bytes: int = 0
+    deletes: int = 0
     lists: int = 0
     errors: int = 0
 
@@ -45,6 +48,15 @@ class AsyncStore:
         if value is not None:
             self.stats.get_bytes += len(value)
         return value
+
+    async def set(self, key: str, value: bytes) -> None:
+        await self._run(self.store.set, key, value)
+        self.stats.sets += 1
+        self.stats.set_bytes += len(value)
+
+    async def delete(self, key: str) -> None:
+        await self._run(self.store.delete, key)
+        self.stats.deletes += 1
 
     async def call(self, fn, *args):
         """Run another blocking function of the store layer (e.g. a hierarchy load)."""

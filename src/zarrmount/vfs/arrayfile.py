@@ -46,7 +46,8 @@ class ArrayFile:
         self.decode_limiter = decode_limiter
         self.size = meta.nbytes
         self._raw = raw_dtype(meta.itemsize)
-        self._fill = np.broadcast_to(meta.fill_value.reshape(()).view(self._raw), meta.chunks)
+        self._fill_element = meta.fill_value.reshape(()).view(self._raw)
+        self._fill = np.broadcast_to(self._fill_element, meta.chunks)
         self._prefix = node.data_prefix
         self._sharding = pipeline.sharding
 

@@ -25,6 +25,7 @@ from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.errors import FsError, enoent
+from zarrmount.vfs.writable import WritableArrayFile
 from zarrmount.vfs.xattrs import array_xattrs, group_xattrs
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class Filesystem:
         self.mtime_ns = time.time_ns()
         self._inodes: dict[int, Inode] = {}
         self._handles: dict[int, ArrayFile] = {}
+        self._writable: list[WritableArrayFile] = []
         self._next_fh = 1
         self.started = time.monotonic()
         if isinstance(root, GroupNode):
@@ -97,7 +99,16 @@ class Filesystem:
     def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
-            array = ArrayFile(node, pipeline, self.store, self.cache, self.decode_limiter)
+            args = (node, pipeline, self.store, self.cache, self.decode_limiter)
+            if self.options.read_only:
+                array = ArrayFile(*args)
+            else:
+                array = WritableArrayFile(
+                    *args,
+                    write_empty_chunks=self.options.write_empty_chunks,
+                    dirty_limit=max(self.options.cache_size // 2, node.meta.chunk_nbytes),
+                )
+                self._writable.append(array)
             inode = Inode(ino, parent, node, array_xattrs(node.path, node.meta), array=array)
         else:
             path, attrs = (node.path, node.attributes) if node is not None else ("", {})
@@ -146,7 +157,8 @@ class Filesystem:
         else:
             mode = stat.S_IFREG | ((0o444 if opts.read_only else 0o644) & ~opts.umask)
             size, nlink = inode.array.size, 1
-        return Attr(ino, mode, size, opts.uid, opts.gid, self.mtime_ns, nlink)
+        mtime = getattr(inode.array, "mtime_ns", self.mtime_ns)
+        return Attr(ino, mode, size, opts.uid, opts.gid, mtime, nlink)
 
     async def lookup(self, parent: int, name: str) -> Attr:
         children = await self._children(self._inode(parent))
@@ -171,6 +183,7 @@ class Filesystem:
             flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
         ):
             raise FsError(errno.EROFS)
+        # O_TRUNC is accepted and changes nothing: the size is the array's (see README).
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = inode.array
@@ -182,8 +195,63 @@ class Filesystem:
             raise FsError(errno.EBADF)
         return await array.read(offset, size)
 
-    def release(self, fh: int) -> None:
-        self._handles.pop(fh, None)
+    def _writable_handle(self, fh: int) -> WritableArrayFile:
+        array = self._handles.get(fh)
+        if array is None:
+            raise FsError(errno.EBADF)
+        if not isinstance(array, WritableArrayFile):
+            raise FsError(errno.EBADF if not self.options.read_only else errno.EROFS)
+        return array
+
+    async def write(self, fh: int, offset: int, data: bytes) -> int:
+        return await self._writable_handle(fh).write(offset, data)
+
+    async def flush(self, fh: int) -> None:
+        """On close and fsync: store this file's dirty chunks, report write-back errors."""
+        array = self._handles.get(fh)
+        if isinstance(array, WritableArrayFile):
+            await array.flush()
+
+    async def release(self, fh: int) -> None:
+        array = self._handles.pop(fh, None)
+        if isinstance(array, WritableArrayFile) and array not in self._handles.values():
+            try:
+                await array.flush()
+            except FsError as e:
+                log.error("%s: dirty data kept after the last close: %s", array.path, e)
+
+    def setattr(self, ino: int, size: int | None, mtime_ns: int | None, other: bool) -> Attr:
+        """Only a no-op truncation (to 0 or to the size itself) and times can change."""
+        inode = self._inode(ino)
+        if self.options.read_only:
+            raise FsError(errno.EROFS)
+        if other:
+            raise FsError(errno.EPERM)
+        if size is not None and (inode.is_dir or size not in (0, inode.array.size)):
+            raise FsError(errno.EINVAL, "array files have a fixed size")
+        if mtime_ns is not None and isinstance(inode.array, WritableArrayFile):
+            inode.array.mtime_ns = mtime_ns
+        return self.getattr(ino)
+
+    async def flush_all(self) -> int:
+        """Store every dirty chunk of every file; returns how many files failed."""
+        failed = 0
+        for array in self._writable:
+            try:
+                await array.flush()
+            except FsError as e:
+                failed += 1
+                log.error("%s: %s", array.path, e)
+        return failed
+
+    async def write_back_idle(self, delay: float) -> None:
+        """Forever: store chunks that stayed dirty for ``delay`` seconds."""
+        while True:
+            await trio.sleep(min(1.0, delay) or 0.1)
+            for key in self.cache.dirty(before=time.monotonic() - delay):
+                entry = self.cache.entry(key)
+                if entry is not None and entry.owner is not None:
+                    await entry.owner.write_back_key(key)
 
     def xattrs(self, ino: int) -> dict[str, bytes]:
         found = dict(self._inode(ino).xattrs)
@@ -209,6 +277,10 @@ class Filesystem:
             "store_get_bytes": s.get_bytes,
             "store_lists": s.lists,
             "store_errors": s.errors,
+            "store_sets": s.sets,
+            "store_set_bytes": s.set_bytes,
+            "store_deletes": s.deletes,
+            "cache_dirty_bytes": self.cache.dirty_bytes,
             "cache_hits": c.hits,
             "cache_misses": c.misses,
             "cache_waits": c.waits,
