@@ -49,10 +49,16 @@ def array_child(path: str, meta: ArrayMeta, data_prefix: str) -> tuple[Node, Pip
         return HiddenNode(path, "array", str(e)), None
 
 
+def kind_of(node: Node) -> str:
+    if isinstance(node, HiddenNode):
+        return node.kind
+    return "group" if isinstance(node, GroupNode) else "array"
+
+
 def named_child(name: str, path: str, node: Node, pipeline: Pipeline | None) -> Child:
     if not is_safe_name(name):
         reason = f"name {name!r} is not a safe path component"
-        return Child(name, HiddenNode(path, "unknown", reason))
+        return Child(name, HiddenNode(path, kind_of(node), reason))
     return Child(name, node, pipeline)
 
 
