@@ -184,10 +184,14 @@ class ChunkCache:
             if (owner is None or e.owner is owner) and (before is None or e.dirty_since < before)
         ]
 
-    async def relieve(self, limit: int) -> None:
-        """Write back the oldest dirty entries until at most ``limit`` bytes are dirty."""
+    async def relieve(self, limit: int) -> Owner | None:
+        """Write back the oldest dirty entries until at most ``limit`` bytes are dirty.
+
+        Returns the owner whose write-back failed (it holds the error), else ``None``.
+        """
         while self.dirty_bytes > limit and self._dirty:
             key, entry = next(iter(self._dirty.items()))
             await entry.owner.write_back_key(key)
-            if key in self._dirty and self._dirty[key] is entry:
-                return  # the write-back failed; its owner reports the error
+            if self._dirty.get(key) is entry:
+                return entry.owner
+        return None

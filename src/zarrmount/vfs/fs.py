@@ -35,6 +35,7 @@ ROOT_ARRAY_NAME = "array"
 BLOCK_SIZE = 1 << 20
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
+RETRY_S = 10.0  # pause between retries of a failed idle write-back
 
 
 @dataclass
@@ -245,13 +246,19 @@ class Filesystem:
         return failed
 
     async def write_back_idle(self, delay: float) -> None:
-        """Forever: store chunks that stayed dirty for ``delay`` seconds."""
+        """Forever: store chunks that stayed dirty for ``delay`` seconds.
+
+        A file whose write-back failed is retried every ``RETRY_S`` seconds, not every tick.
+        """
         while True:
             await trio.sleep(min(1.0, delay) or 0.1)
-            for key in self.cache.dirty(before=time.monotonic() - delay):
+            now = time.monotonic()
+            for key in self.cache.dirty(before=now - delay):
                 entry = self.cache.entry(key)
-                if entry is not None and entry.owner is not None:
-                    await entry.owner.write_back_key(key)
+                owner = entry.owner if entry is not None else None
+                if owner is None or (owner.failed_at and now - owner.failed_at < RETRY_S):
+                    continue
+                await owner.write_back_key(key)
 
     def xattrs(self, ino: int) -> dict[str, bytes]:
         found = dict(self._inode(ino).xattrs)

@@ -17,11 +17,9 @@ from collections.abc import Hashable
 import numpy as np
 import trio
 
-from zarrmount.codecs import ChunkDecodeError
 from zarrmount.codecs.base import is_fill
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.layout import Copy, plan_read
-from zarrmount.store import StoreError
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.errors import FsError
 
@@ -46,6 +44,7 @@ class WritableArrayFile(ArrayFile):
         self.dirty_limit = dirty_limit
         self.mtime_ns = time.time_ns()
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
+        self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
         self._busy: dict[Hashable, trio.Event] = {}
 
     # -- units: what one stored object holds -----------------------------------
@@ -101,7 +100,9 @@ class WritableArrayFile(ArrayFile):
             raise FsError(errno.EFBIG, f"write of {len(data)} bytes at {offset} past the end")
         if not data:
             return 0
-        await self.cache.relieve(self.dirty_limit)  # backpressure before taking more
+        failed = await self.cache.relieve(self.dirty_limit)  # backpressure first
+        if failed is not None:
+            raise FsError(failed.error or errno.EIO, "dirty data cannot be stored")
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
         head = offset - first * isz
@@ -158,8 +159,10 @@ class WritableArrayFile(ArrayFile):
                 self.cache.discard((self.path, "index", store_key))
             for key in keys:
                 self.cache.mark_clean(key)
-        except (StoreError, ChunkDecodeError, OSError) as e:
+            self.failed_at = None
+        except Exception as e:  # store, codec or OS errors alike: keep the data, report
             self.error = _errno_of(e)
+            self.failed_at = time.monotonic()
             log.error("write-back of %s failed (kept in memory, will retry): %s", store_key, e)
         finally:
             del self._busy[unit]
