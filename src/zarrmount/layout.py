@@ -84,3 +84,14 @@ def _product(ranges: list[range]):
     for head in ranges[0]:
         for tail in _product(ranges[1:]):
             yield (head, *tail)
+
+
+def chunks_touched(
+    shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int
+) -> list[tuple[int, ...]]:
+    """The chunks holding elements ``[start, stop)``, in the order a C-order walk meets them."""
+    seen: dict[tuple[int, ...], None] = {}
+    for lo, hi in c_order_boxes(shape, start, stop):
+        for coords in _product(_chunk_ranges(lo, hi, chunks)):
+            seen.setdefault(coords)
+    return list(seen)

@@ -32,6 +32,7 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
 async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
     fs = ops.fs
     async with trio.open_nursery() as nursery:
+        fs.background.nursery = nursery
 
         async def stop_on_signal() -> None:
             with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
@@ -57,6 +58,7 @@ async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
         if not fs.options.read_only:
             nursery.start_soon(fs.write_back_idle, fs.options.writeback_delay)
         await pyfuse3.main()
+        fs.background.nursery = None
         nursery.cancel_scope.cancel()
     if await fs.flush_all():
         log.error("some dirty data could not be stored before exit")

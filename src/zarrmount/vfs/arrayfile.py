@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import math
@@ -10,11 +11,12 @@ import numpy as np
 import trio
 
 from zarrmount.cache import ChunkCache
+from zarrmount.cache.prefetch import ReadAhead
 from zarrmount.codecs import ChunkDecodeError, Pipeline
 from zarrmount.codecs.base import raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
-from zarrmount.layout import plan_read
+from zarrmount.layout import chunks_touched, plan_read
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.errors import FsError
@@ -27,6 +29,17 @@ _FILL_ENTRY_BYTES = 64
 _NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
+class Background:
+    """Where work nobody waits for runs: the mount session's nursery, once it has one."""
+
+    def __init__(self) -> None:
+        self.nursery: trio.Nursery | None = None
+
+    def start_soon(self, fn, *args) -> None:
+        if self.nursery is not None:
+            self.nursery.start_soon(fn, *args)
+
+
 class ArrayFile:
     """One array shown as a file; shared by every handle open on it."""
 
@@ -37,6 +50,7 @@ class ArrayFile:
         store: AsyncStore,
         cache: ChunkCache,
         decode_limiter: trio.CapacityLimiter,
+        background: Background,
     ) -> None:
         self.path = node.path
         self.meta = meta = node.meta
@@ -50,6 +64,8 @@ class ArrayFile:
         self._fill = np.broadcast_to(self._fill_element, meta.chunks)
         self._prefix = node.data_prefix
         self._sharding = pipeline.sharding
+        self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
+        self.background = background
 
     def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self.meta.key_encoding.key(coords)
@@ -137,6 +153,17 @@ class ArrayFile:
                 raise errors[0]
         return found
 
+    async def _prefetch(self, first: int, last: int) -> None:
+        """Load the chunks of elements ``[first, last)`` into the cache, in walk order."""
+        for coords in chunks_touched(self.meta.shape, self.meta.chunks, first, last):
+            if self.cache.peek((self.path, coords)) is None:
+                self.background.start_soon(self._prefetch_one, coords)
+
+    async def _prefetch_one(self, coords: tuple[int, ...]) -> None:
+        # A failed load was logged; the reader meets the same error if it gets there.
+        with contextlib.suppress(FsError):
+            await self.chunk(coords)
+
     async def read(self, offset: int, size: int) -> memoryview | bytes:
         """Bytes ``[offset, offset + size)`` of the file, short at the end of file."""
         end = min(offset + size, self.size)
@@ -144,6 +171,9 @@ class ArrayFile:
             return b""
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
+        ahead = self._read_ahead.observe(offset, end)
+        if ahead is not None:
+            self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
         plan = plan_read(self.meta.shape, self.meta.chunks, first, last)
         chunks = await self._chunks(list(plan))
         out = np.empty(last - first, dtype=self._raw)

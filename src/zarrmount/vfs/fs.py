@@ -23,7 +23,7 @@ from zarrmount.hierarchy import Dialect
 from zarrmount.options import MountOptions
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
-from zarrmount.vfs.arrayfile import ArrayFile
+from zarrmount.vfs.arrayfile import ArrayFile, Background
 from zarrmount.vfs.errors import FsError, enoent
 from zarrmount.vfs.writable import WritableArrayFile
 from zarrmount.vfs.xattrs import array_xattrs, group_xattrs
@@ -82,6 +82,7 @@ class Filesystem:
         self.store = AsyncStore(dialect.store)
         self.cache = ChunkCache(options.cache_size)
         self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
+        self.background = Background()  # the session gives it a nursery: prefetches run there
         self.mtime_ns = time.time_ns()
         self._inodes: dict[int, Inode] = {}
         self._handles: dict[int, ArrayFile] = {}
@@ -100,7 +101,7 @@ class Filesystem:
     def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
-            args = (node, pipeline, self.store, self.cache, self.decode_limiter)
+            args = (node, pipeline, self.store, self.cache, self.decode_limiter, self.background)
             if self.options.read_only:
                 array = ArrayFile(*args)
             else:
