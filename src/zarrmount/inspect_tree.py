@@ -61,6 +61,8 @@ def _codec_names(codecs: dict[str, Any]) -> str:
 
 def _line(d: dict[str, Any]) -> str:
     name = d["path"] or "/"
+    if not name.isprintable():
+        name = name.encode("unicode_escape").decode("ascii")
     if not d["shown"]:
         return f"{name}  [{d['type']}, not shown: {d['reason']}]"
     names = ", ".join(c["name"] or c["uuid"] for c in d.get("conventions", []))

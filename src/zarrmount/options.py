@@ -62,7 +62,10 @@ class MountOptions:
                 if self.writeback_delay < 0:
                     raise ValueError(value)
             elif name == "cache_size":
-                self.cache_size = parse_size(value)
+                try:
+                    self.cache_size = parse_size(value)
+                except OptionError as e:
+                    raise OptionError(f"option 'cache_size': {e}") from None
             elif name == "allow_other":
                 self.allow_other = True
             elif name == "uid":

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import trio
 
-from zarrmount.store.base import Store
+from zarrmount.store.base import Store, StoreError
 
 
 @dataclass
@@ -29,8 +29,19 @@ class AsyncStore:
         self._limiter = trio.CapacityLimiter(concurrency)
 
     async def _run(self, fn, *args):
+        """Run ``fn`` in a thread; for remote stores never wait past the store's deadline."""
         try:
-            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+            if not self.store.remote:
+                return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+            # A hung request is abandoned (its thread finishes on its own) after the deadline.
+            with trio.fail_after(self.store.deadline_s + 1.0):
+                return await trio.to_thread.run_sync(
+                    fn, *args, limiter=self._limiter, abandon_on_cancel=True
+                )
+        except trio.TooSlowError:
+            self.stats.errors += 1
+            raise StoreError(f"no answer from {self.store.url} within "
+                             f"{self.store.deadline_s:g} s") from None
         except Exception:
             self.stats.errors += 1
             raise

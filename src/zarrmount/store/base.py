@@ -18,6 +18,8 @@ class Store(ABC):
     """Blocking key/value access; ``None`` means the key does not exist."""
 
     url: str
+    remote = False  # remote stores get deadlines and more concurrent requests
+    deadline_s = 0.0
 
     @abstractmethod
     def get(self, key: str) -> bytes | None:

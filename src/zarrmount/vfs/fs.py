@@ -277,10 +277,10 @@ class Filesystem:
     def listxattr(self, ino: int) -> list[str]:
         return sorted(self.xattrs(ino))
 
-    def stats(self) -> dict[str, int | float]:
+    def stats(self) -> dict[str, int]:
         s, c = self.store.stats, self.cache.stats
         return {
-            "uptime_s": round(time.monotonic() - self.started, 3),
+            "uptime_s": int(time.monotonic() - self.started),
             "store_gets": s.gets,
             "store_get_bytes": s.get_bytes,
             "store_lists": s.lists,

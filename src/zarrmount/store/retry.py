@@ -1,0 +1,62 @@
+"""Which store errors are worth retrying, and the backoff between tries.
+
+Object stores fail transiently (timeouts, resets, 5xx, throttling); those are retried
+with exponential backoff and full jitter until a deadline. Permanent errors (403, 404,
+bad requests) are not: retrying them only delays the error the user needs to see.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BASE_DELAY_S = 0.05
+MAX_DELAY_S = 2.0
+
+
+def _status(error: BaseException) -> int | None:
+    """The HTTP status an fsspec backend attached to ``error``, if any."""
+    for attr in ("status", "status_code", "code"):
+        value = getattr(error, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):  # botocore ClientError
+        meta = response.get("ResponseMetadata", {})
+        if isinstance(meta.get("HTTPStatusCode"), int):
+            return meta["HTTPStatusCode"]
+    return None
+
+
+def is_transient(error: BaseException) -> bool:
+    if isinstance(error, FileNotFoundError | PermissionError | IsADirectoryError |
+                  NotADirectoryError | ValueError | TypeError | KeyError):
+        return False
+    status = _status(error)
+    if status is not None:
+        return status >= 500 or status in (408, 429)
+    # Timeouts, resets, refused connections and unknown backend errors: try again.
+    return True
+
+
+def with_retries(fn: Callable[[], T], what: str, deadline_s: float) -> T:
+    """Call ``fn`` until it succeeds, fails permanently, or ``deadline_s`` has passed."""
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except Exception as e:
+            attempt += 1
+            delay = random.uniform(0, min(MAX_DELAY_S, BASE_DELAY_S * 2**attempt))
+            elapsed = time.monotonic() - start
+            if not is_transient(e) or elapsed + delay >= deadline_s:
+                raise
+            log.warning("%s: %s (attempt %d, retrying)", what, e or type(e).__name__, attempt)
+            time.sleep(delay)

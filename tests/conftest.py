@@ -1,0 +1,104 @@
+"""Shared fixtures. The real-mount fixtures start the installed ``zarrmount`` console script.
+
+* ``mount_source(source, options=...)`` (fixture ``mount_factory``): a context-managed
+  foreground mount (``zarrmount SOURCE MNT -f``), live once ``os.path.ismount`` is true;
+  torn down with ``fusermount3 -u`` / ``-uz`` and, only if still alive, SIGKILL by PID.
+* ``main_hierarchy`` / ``main_mount``: one big Zarr v2 hierarchy written once per session
+  by zarr-python, mounted once.
+* ``bad_hierarchy`` / ``bad_mount``: broken metadata, codecs, chunks and names.
+
+Every ``Mount`` has ``read_log()`` / ``wait_for_log(needle)`` for the daemon's stderr log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from helpers import mounting  # noqa: E402
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("mount") is not None:
+        reason = None
+        if not os.path.exists("/dev/fuse"):
+            reason = "/dev/fuse is missing"
+        elif mounting.shutil.which("fusermount3") is None:
+            reason = "fusermount3 is not installed"
+        if reason:
+            pytest.skip(f"real-mount test: {reason}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_mount_left_behind(tmp_path_factory):
+    """Daemon logs go to a pytest temporary directory. Safety net: after the session, no
+    mount made by these tests may remain."""
+    mounting.LOG_DIR = str(tmp_path_factory.mktemp("zarrmount-logs"))
+    yield
+    # only mountpoints made by this session: another session may be mounting concurrently
+    mounting.cleanup_created_mountpoints()
+
+
+@pytest.fixture(scope="session")
+def zarrmount_exe() -> str:
+    exe = mounting.zarrmount_exe()
+    assert os.path.exists(exe), f"{exe} missing: is the project installed in the venv?"
+    return exe
+
+
+@pytest.fixture
+def mount_factory():
+    """``mount_factory(source, options=(), **kw) -> Mount``; all unmounted after the test."""
+    with contextlib.ExitStack() as stack:
+
+        def make(source, options=(), **kw) -> mounting.Mount:
+            return stack.enter_context(mounting.mounted(source, options, **kw))
+
+        yield make
+
+
+@pytest.fixture(scope="session")
+def main_hierarchy(tmp_path_factory):
+    from helpers import zarrdata
+
+    return zarrdata.build_main(tmp_path_factory.mktemp("zarr-main") / "data.zarr")
+
+
+@pytest.fixture(scope="session")
+def main_mount(main_hierarchy):
+    with mounting.mounted(main_hierarchy.root, tag="main") as m:
+        yield m
+
+
+@pytest.fixture
+def live_main(main_mount):
+    """``main_mount``, checked to be alive before and after the test (clear failure if the
+    daemon died in an earlier test)."""
+    main_mount.assert_alive()
+    yield main_mount
+    main_mount.assert_alive()
+
+
+@pytest.fixture(scope="session")
+def bad_hierarchy(tmp_path_factory):
+    from helpers import zarrdata
+
+    return zarrdata.build_bad(tmp_path_factory.mktemp("zarr-bad") / "bad.zarr")
+
+
+@pytest.fixture(scope="session")
+def bad_mount(bad_hierarchy):
+    with mounting.mounted(bad_hierarchy.root, tag="bad") as m:
+        yield m
+
+
+@pytest.fixture
+def live_bad(bad_mount):
+    bad_mount.assert_alive()
+    yield bad_mount
+    bad_mount.assert_alive()

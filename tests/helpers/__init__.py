@@ -1,0 +1,1 @@
+"""Helpers shared by the real-mount integration tests (mounting, test data, oracles)."""
