@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import trio
 
 from zarrmount.cache import ChunkCache

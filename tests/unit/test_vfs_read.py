@@ -62,7 +62,8 @@ async def open_path(fs, path):
 
 
 @given(data=st.data())
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_random_reads_equal_oracle(source, data):
     path = data.draw(st.sampled_from(["a", "sub/b"]))
     expected = oracle(source, path)
