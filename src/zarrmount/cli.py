@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inspect", action="store_true", help="print the tree of SOURCE")
     p.add_argument("--json", action="store_true", help="with --inspect: print JSON")
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--options-json", help=argparse.SUPPRESS)
     return p
 
 
@@ -77,14 +78,17 @@ def _check_mountpoint(mountpoint: str) -> None:
         raise CommandError("no FUSE: /dev/fuse is missing (modprobe fuse)")
 
 
-def _open(source: str):
+def _open(source: str, options: MountOptions):
     try:
-        return hierarchy.open_hierarchy(open_store(source))
+        store = open_store(source, options.storage_options, options.timeout)
+        return hierarchy.open_hierarchy(store)
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {source}: {e}") from None
 
 
 def _options(args: argparse.Namespace) -> MountOptions:
+    if args.options_json:
+        return MountOptions.from_json(args.options_json)
     options = MountOptions()
     try:
         for text in args.options:
@@ -104,7 +108,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     ready = ReadyPipe(args.ready_fd)
     try:
         _check_mountpoint(mountpoint)
-        dialect, root, pipeline = _open(source)
+        dialect, root, pipeline = _open(source, options)
     except CommandError as e:
         log.error("%s", e)
         ready.failed(str(e))
@@ -116,12 +120,12 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
 def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     """Start the daemon detached and return once it reports the mount live (or failed)."""
     _check_mountpoint(mountpoint)
-    _open(source)
+    _open(source, options)
     if "://" not in source and "::" not in source:
         source = os.path.abspath(source)  # the daemon runs in /
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", "zarrmount", source, mountpoint, "-f",
-           "-o", options.to_args(), "--ready-fd", str(write_fd)]
+           "--options-json", options.to_json(), "--ready-fd", str(write_fd)]
     if args.debug:
         cmd.append("-d")
     with open(os.devnull, "r+b") as null:
@@ -182,11 +186,11 @@ def _is_zombie(pid: int) -> bool:
         return False
 
 
-def _inspect(source: str, as_json: bool) -> int:
+def _inspect(source: str, options: MountOptions, as_json: bool) -> int:
     from zarrmount.inspect_tree import inspect
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    dialect, root, _ = _open(source)
+    dialect, root, _ = _open(source, options)
     print(inspect(dialect, root, as_json))
     return 0
 
@@ -196,7 +200,7 @@ def run(argv: list[str]) -> int:
     if args.inspect:
         if len(args.args) != 1:
             raise CommandError("--inspect takes one SOURCE")
-        return _inspect(args.args[0], args.json)
+        return _inspect(args.args[0], _options(args), args.json)
     if args.unmount:
         if len(args.args) != 1:
             raise CommandError("-u takes one MOUNTPOINT")

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # Options that mount(8) and mount.fuse3 add on their own; accepted and ignored.
 _PASSIVE = {"defaults", "auto", "noauto", "nofail", "user", "users",
             "nouser", "_netdev", "dev", "nodev", "suid", "nosuid", "exec", "noexec",
             "atime", "noatime", "relatime", "x-systemd.automount"}
+
+
+def _option_value(text: str) -> Any:
+    """``so.`` values: JSON (numbers, true/false, objects) where they parse, else text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 class OptionError(ValueError):
@@ -38,6 +49,10 @@ class MountOptions:
     gid: int = field(default_factory=os.getgid)
     umask: int = 0o022
     log_file: str | None = None
+    # fsspec storage options (``so.KEY=VALUE``; values are JSON where they parse as JSON).
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 30.0  # seconds a remote request may take, retries included
+    max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
@@ -74,6 +89,16 @@ class MountOptions:
                 self.gid = int(value)
             elif name == "umask":
                 self.umask = int(value, 8) & 0o777
+            elif name.startswith("so.") and len(name) > 3:
+                self.storage_options[name[3:]] = _option_value(value)
+            elif name == "timeout":
+                self.timeout = float(value)
+                if self.timeout <= 0:
+                    raise ValueError(value)
+            elif name == "max_fetches":
+                self.max_fetches = int(value)
+                if self.max_fetches < 1:
+                    raise ValueError(value)
             elif name == "read_ahead_kb":
                 self.read_ahead_kb = int(value)
             elif name == "log":
@@ -87,17 +112,10 @@ class MountOptions:
                 raise
             raise OptionError(f"option {name!r}: bad value {value!r}") from None
 
-    def to_args(self) -> str:
-        """The same options as one ``-o`` string (passed on to the daemon process)."""
-        parts = ["ro" if self.read_only else "rw", f"cache_size={self.cache_size}",
-                 f"uid={self.uid}", f"gid={self.gid}", f"umask={self.umask:o}"]
-        if self.allow_other:
-            parts.append("allow_other")
-        if self.write_empty_chunks:
-            parts.append("write_empty_chunks")
-        parts.append(f"writeback_delay={self.writeback_delay:g}")
-        if self.read_ahead_kb is not None:
-            parts.append(f"read_ahead_kb={self.read_ahead_kb}")
-        if self.log_file:
-            parts.append(f"log={self.log_file}")
-        return ",".join(parts)
+    def to_json(self) -> str:
+        """The options for the daemon process (values may hold commas: no ``-o`` text)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> MountOptions:
+        return cls(**json.loads(text))

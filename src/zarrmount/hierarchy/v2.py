@@ -2,21 +2,61 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from typing import Any
+
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v2
 from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.hierarchy.base import NODE_ERRORS, Child, Dialect, array_child, join, named_child
-from zarrmount.store import StoreError
+from zarrmount.store import Store, StoreError
 
-_METADATA_KEYS = {v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, ".zmetadata"}
+ZMETADATA = ".zmetadata"
+_METADATA_KEYS = {v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, ZMETADATA}
+log = logging.getLogger(__name__)
+
+
+def _consolidated(raw: bytes | None) -> dict[str, Any] | None:
+    """The documents of a ``.zmetadata`` file by key, or None if absent or unusable."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        log.warning(".zmetadata is not valid JSON: listing the store instead")
+        return None
+    metadata = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(metadata, dict):
+        log.warning(".zmetadata has no metadata object: listing the store instead")
+        return None
+    return metadata
 
 
 class V2Dialect(Dialect):
     label = "2"
 
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        # Consolidated metadata answers every metadata read and listing without the store.
+        self.consolidated = _consolidated(store.get(ZMETADATA))
+
+    def _get(self, key: str) -> bytes | None:
+        if self.consolidated is None:
+            return self.store.get(key)
+        doc = self.consolidated.get(key)
+        return None if doc is None else json.dumps(doc).encode()
+
+    def _names(self, path: str) -> list[str]:
+        if self.consolidated is None:
+            return self.store.list_dir(path)
+        prefix = f"{path}/" if path else ""
+        return sorted({key[len(prefix):].split("/", 1)[0] for key in self.consolidated
+                       if key.startswith(prefix) and "/" in key[len(prefix):]})
+
     def node(self, path: str) -> tuple[Node, Pipeline | None] | None:
         """The node at ``path``, or ``None`` when nothing there is a Zarr node."""
-        get = self.store.get
+        get = self._get
         zarray = zgroup = None
         try:
             zarray = get(join(path, v2.ZARRAY))
@@ -40,7 +80,7 @@ class V2Dialect(Dialect):
 
     def children(self, group: GroupNode) -> list[Child]:
         children = []
-        for name in self.store.list_dir(group.path):
+        for name in self._names(group.path):
             if name in _METADATA_KEYS:
                 continue
             path = join(group.path, name)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from zarrmount.store.base import Store, StoreError
 
 
-def open_store(source: str) -> Store:
-    """Open ``source``: a local path (or ``file://`` URL) directly, anything else via fsspec."""
+def open_store(
+    source: str, storage_options: dict[str, Any] | None = None, timeout: float = 30.0
+) -> Store:
+    """Open ``source``: a local path (or ``file://`` URL) directly, anything else via fsspec.
+
+    A path ending in ``.zip`` opens the zip file read-only.
+    """
     if source.startswith("file://"):
         source = source[len("file://") :]
     if "://" not in source and not source.endswith(".zip"):
@@ -21,7 +27,10 @@ def open_store(source: str) -> Store:
 
     if "://" not in source:
         source = f"zip::file://{os.path.abspath(source)}"
-    return FsspecStore(source)
+    try:
+        return FsspecStore(source, deadline_s=timeout, **(storage_options or {}))
+    except (ImportError, ValueError) as e:
+        raise StoreError(f"{source}: {e}") from e
 
 
 __all__ = ["Store", "StoreError", "open_store"]

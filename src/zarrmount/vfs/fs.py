@@ -79,7 +79,8 @@ class Filesystem:
     ) -> None:
         self.options = options
         self.dialect = dialect
-        self.store = AsyncStore(dialect.store)
+        store = dialect.store
+        self.store = AsyncStore(store, options.max_fetches or (64 if store.remote else 16))
         self.cache = ChunkCache(options.cache_size)
         self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
         self.background = Background()  # the session gives it a nursery: prefetches run there
