@@ -53,6 +53,7 @@ class MountOptions:
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
+    direct_io: bool = False  # no page cache: each read is the application's (no shared mmap)
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
@@ -70,6 +71,8 @@ class MountOptions:
                 self.read_only = True
             elif name == "rw":
                 self.read_only = False
+            elif name == "direct_io":
+                self.direct_io = True
             elif name == "write_empty_chunks":
                 self.write_empty_chunks = True
             elif name == "writeback_delay":

@@ -29,6 +29,21 @@ _FILL_ENTRY_BYTES = 64
 _NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
+PAGE = 4096
+
+
+def aligned_empty(count: int, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array starting on a page boundary.
+
+    Copies into destinations at 16 mod 32 bytes (where malloc puts large blocks) run
+    several times slower on these CPUs than into page-aligned ones.
+    """
+    nbytes = count * dtype.itemsize
+    block = np.empty(nbytes + PAGE, dtype=np.uint8)
+    skip = -block.ctypes.data % PAGE
+    return block[skip : skip + nbytes].view(dtype)
+
+
 class Background:
     """Where work nobody waits for runs: the mount session's nursery, once it has one."""
 
@@ -176,7 +191,7 @@ class ArrayFile:
             self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
         plan = plan_read(self.meta.shape, self.meta.chunks, first, last)
         chunks = await self._chunks(list(plan))
-        out = np.empty(last - first, dtype=self._raw)
+        out = aligned_empty(last - first, self._raw)
         for coords, copies in plan.items():
             src = chunks[coords]
             for c in copies:
