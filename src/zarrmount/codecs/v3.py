@@ -7,6 +7,7 @@ whole shard at a time when nested or combined with other codecs.
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any
 
@@ -29,7 +30,7 @@ from zarrmount.format.model import ArrayMeta
 # numcodecs codecs that work on arrays rather than bytes (zarr-python's numcodecs.* names),
 # with the configuration key naming the dtype they encode to.
 _NUMCODECS_ARRAY = {"delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
-                    "bitround": None, "astype": "encode_dtype"}
+                    "bitround": None, "astype": "encode_dtype", "packbits": None}
 MISSING = 2**64 - 1
 
 Spec = tuple[tuple[int, ...], np.dtype]  # the (shape, dtype) a codec decodes to
@@ -79,6 +80,8 @@ class _NumcodecsArray(_ArrayCodec):
 
     def encoded(self, spec: Spec) -> Spec:
         shape, dtype = spec
+        if self.codec.codec_id == "packbits":  # one header byte, then 8 booleans a byte
+            return (1 + -(-math.prod(shape) // 8),), np.dtype("u1")
         return shape, self.encoded_dtype or dtype
 
     def decode(self, arr: np.ndarray, spec: Spec) -> np.ndarray:
@@ -88,7 +91,7 @@ class _NumcodecsArray(_ArrayCodec):
 
     def encode(self, arr: np.ndarray) -> np.ndarray:
         out = np.asarray(self.codec.encode(np.ascontiguousarray(arr)))
-        return out.reshape(arr.shape)
+        return out if self.codec.codec_id == "packbits" else out.reshape(arr.shape)
 
 
 class _BytesCodec:

@@ -18,7 +18,8 @@ from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, Metad
 from zarrmount.format.v2 import load_json
 from zarrmount.format.v3 import int_list
 
-PROTOCOL = "https://purl.org/zarr/spec/protocol/core/3.0"
+# zarrita and zarr-python 2.x wrote the first; the May 2022 text says the second.
+PROTOCOLS = ("https://purl.org/zarr/spec/protocol/core/3.0", "https://purl.org/zarr/spec/core/3.0")
 _ARRAY_FIELDS = {"shape", "data_type", "chunk_grid", "chunk_memory_layout", "fill_value",
                  "extensions", "attributes", "codecs", "compressor", "storage_transformers"}
 _GROUP_FIELDS = {"extensions", "attributes"}
@@ -29,10 +30,12 @@ _BYTES_CODECS = {"gzip": "gzip", "zstd": "zstd", "blosc": "blosc", "crc32c": "cr
 def parse_entry_point(raw: bytes) -> str:
     """Validate the root ``zarr.json`` of a draft hierarchy; returns the metadata key suffix."""
     doc = load_json(raw, "zarr.json")
-    if not isinstance(doc, dict) or doc.get("zarr_format") != PROTOCOL:
+    if not isinstance(doc, dict) or doc.get("zarr_format") not in PROTOCOLS:
         raise MetadataError("zarr.json is not a v3 draft entry point")
     check_extension_list(doc.get("extensions", []), "zarr.json")
-    suffix = doc.get("metadata_key_suffix", ".json")
+    encoding = doc.get("metadata_encoding")
+    nested = encoding.get("metadata_key_suffix") if isinstance(encoding, dict) else None
+    suffix = doc.get("metadata_key_suffix", nested or ".json")
     if not isinstance(suffix, str):
         raise MetadataError("zarr.json metadata_key_suffix is not a string")
     return suffix

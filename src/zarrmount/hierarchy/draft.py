@@ -61,7 +61,8 @@ class DraftDialect(Dialect):
                     documents.add(entry[: -len(f".{kind}{self.suffix}")])
                     break
             else:
-                prefixes.add(entry)
+                if not entry.endswith(self.suffix):  # e.g. the root's own group.json
+                    prefixes.add(entry)
         children = []
         for name in sorted(documents | prefixes):
             path = f"{group.path}/{name}" if group.path else name
