@@ -8,6 +8,7 @@ node and the rest of the tree still mounts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zarrmount.codecs import CodecError, Pipeline, build_pipeline
@@ -60,6 +61,24 @@ def named_child(name: str, path: str, node: Node, pipeline: Pipeline | None) -> 
         reason = f"name {name!r} is not a safe path component"
         return Child(name, HiddenNode(path, kind_of(node), reason))
     return Child(name, node, pipeline)
+
+
+def probe_children(
+    parent: str,
+    names: list[str],
+    skip: set[str],
+    node: Callable[[str], tuple[Node, Pipeline | None] | None],
+) -> list[Child]:
+    """The children among ``names`` below ``parent`` that ``node`` finds to be nodes."""
+    children = []
+    for name in names:
+        if name in skip:
+            continue
+        path = join(parent, name)
+        found = node(path)
+        if found is not None:
+            children.append(named_child(name, path, *found))
+    return children
 
 
 class Dialect(ABC):

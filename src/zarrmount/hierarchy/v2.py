@@ -9,7 +9,14 @@ from typing import Any
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v2
 from zarrmount.format.model import GroupNode, HiddenNode, Node
-from zarrmount.hierarchy.base import NODE_ERRORS, Child, Dialect, array_child, join, named_child
+from zarrmount.hierarchy.base import (
+    NODE_ERRORS,
+    Child,
+    Dialect,
+    array_child,
+    join,
+    probe_children,
+)
 from zarrmount.store import Store, StoreError
 
 ZMETADATA = ".zmetadata"
@@ -79,12 +86,4 @@ class V2Dialect(Dialect):
         return found
 
     def children(self, group: GroupNode) -> list[Child]:
-        children = []
-        for name in self._names(group.path):
-            if name in _METADATA_KEYS:
-                continue
-            path = join(group.path, name)
-            found = self.node(path)
-            if found is not None:
-                children.append(named_child(name, path, *found))
-        return children
+        return probe_children(group.path, self._names(group.path), _METADATA_KEYS, self.node)

@@ -7,7 +7,15 @@ from typing import Any
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v3
 from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
-from zarrmount.hierarchy.base import NODE_ERRORS, Child, Dialect, array_child, join, named_child
+from zarrmount.hierarchy.base import (
+    NODE_ERRORS,
+    Child,
+    Dialect,
+    array_child,
+    join,
+    named_child,
+    probe_children,
+)
 from zarrmount.store import Store, StoreError
 
 
@@ -48,15 +56,8 @@ class V3Dialect(Dialect):
     def children(self, group: GroupNode) -> list[Child]:
         if self.consolidated is not None:
             return self._consolidated_children(group.path)
-        children = []
-        for name in self.store.list_dir(group.path):
-            if name == v3.ZARR_JSON:
-                continue
-            path = join(group.path, name)
-            found = self.node(path)
-            if found is not None:
-                children.append(named_child(name, path, *found))
-        return children
+        names = self.store.list_dir(group.path)
+        return probe_children(group.path, names, {v3.ZARR_JSON}, self.node)
 
     def _consolidated_children(self, parent: str) -> list[Child]:
         children = []
