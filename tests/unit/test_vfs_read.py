@@ -28,6 +28,10 @@ class CountingStore(LocalStore):
         self.gets.append(key)
         return super().get(key)
 
+    def read_into(self, key, buffer_for):
+        self.gets.append(key)
+        return super().read_into(key, buffer_for)
+
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):

@@ -1,5 +1,6 @@
 """The decoded-chunk cache."""
 
-from zarrmount.cache.chunks import CacheStats, ChunkCache
+from zarrmount.cache.buffers import BufferPool
+from zarrmount.cache.chunks import CacheStats, ChunkCache, Loaded
 
-__all__ = ["CacheStats", "ChunkCache"]
+__all__ = ["BufferPool", "CacheStats", "ChunkCache", "Loaded"]

@@ -14,11 +14,20 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import trio
 
-Loader = Callable[[], Awaitable[tuple[Any, int]]]
+
+class Loaded(NamedTuple):
+    """What a loader returns: the value, its size, and the pool buffer it lives in."""
+
+    value: Any
+    nbytes: int
+    buffer: Any = None
+
+
+Loader = Callable[[], Awaitable[tuple]]
 
 
 class Owner(Protocol):
@@ -38,13 +47,19 @@ class CacheStats:
 
 
 class Entry:
-    """A cached value; ``mutable`` once a writer owns a private copy of it."""
+    """A cached value; ``mutable`` once a writer owns a private copy of it.
 
-    __slots__ = ("value", "nbytes", "mutable", "owner", "dirty_since")
+    ``pins`` counts readers copying from it across awaits: a pinned entry is not evicted,
+    so the pool buffer it lives in is not handed to another chunk under their feet.
+    """
 
-    def __init__(self, value: Any, nbytes: int) -> None:
+    __slots__ = ("value", "nbytes", "buffer", "pins", "mutable", "owner", "dirty_since")
+
+    def __init__(self, value: Any, nbytes: int, buffer: Any = None) -> None:
         self.value = value
         self.nbytes = nbytes
+        self.buffer = buffer
+        self.pins = 0
         self.mutable = False
         self.owner: Owner | None = None
         self.dirty_since: float | None = None
@@ -56,12 +71,14 @@ class _Flight:
     def __init__(self) -> None:
         self.done = trio.Event()
         self.value: Any = None
+        self.buffer: Any = None
         self.error: BaseException | None = None
 
 
 class ChunkCache:
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, recycle: Callable[[Any], None] | None = None) -> None:
         self.capacity = capacity
+        self.recycle = recycle
         self.used = 0
         self.dirty_bytes = 0
         self.stats = CacheStats()
@@ -100,14 +117,15 @@ class ChunkCache:
             await flight.done.wait()
             if flight.error is not None:
                 raise flight.error
-            # Loaded (now cached, unless too big to keep) or cancelled: look again.
-            if flight.value is not None and self.peek(key) is None:
+            # Loaded (now cached, unless too big to keep) or cancelled: look again. A value
+            # outside any pool buffer stays valid even when it was not kept.
+            if flight.value is not None and flight.buffer is None and self.peek(key) is None:
                 return flight.value
         self.stats.misses += 1
         flight = _Flight()
         self._flights[key] = flight
         try:
-            value, nbytes = await loader()
+            loaded = Loaded(*await loader())
         except trio.Cancelled:
             raise
         except BaseException as e:
@@ -115,18 +133,25 @@ class ChunkCache:
             flight.error = e
             raise
         else:
-            flight.value = value
+            flight.value, flight.buffer = loaded.value, loaded.buffer
             if key not in self._dirty:  # a writer may have replaced it meanwhile
-                self._insert_clean(key, Entry(value, nbytes))
-            return self.peek(key) if key in self._dirty else value
+                self._insert_clean(key, Entry(*loaded))
+            return self.peek(key) if key in self._dirty else loaded.value
         finally:
             del self._flights[key]
             flight.done.set()
 
+    def _drop(self, entry: Entry) -> None:
+        """An entry left the cache: its pool buffer may serve another chunk."""
+        self.used -= entry.nbytes
+        if entry.buffer is not None and not entry.pins and self.recycle is not None:
+            self.recycle(entry.buffer)
+        entry.buffer = None
+
     def _insert_clean(self, key: Hashable, entry: Entry) -> None:
         old = self._clean.pop(key, None)
         if old is not None:
-            self.used -= old.nbytes
+            self._drop(old)
         if entry.nbytes > self.capacity:
             return
         self._clean[key] = entry
@@ -134,16 +159,32 @@ class ChunkCache:
         self._evict()
 
     def _evict(self) -> None:
-        while self.used > self.capacity and self._clean:
-            _, old = self._clean.popitem(last=False)
-            self.used -= old.nbytes
+        passed = 0  # pinned entries are passed over (to the young end), each once
+        while self.used > self.capacity and passed < len(self._clean):
+            key, old = next(iter(self._clean.items()))
+            if old.pins:
+                self._clean.move_to_end(key)
+                passed += 1
+                continue
+            del self._clean[key]
+            self._drop(old)
             self.stats.evictions += 1
+
+    def pin(self, key: Hashable) -> Entry | None:
+        """Keep ``key``'s entry (and its buffer) in place until :meth:`unpin`."""
+        entry = self.entry(key)
+        if entry is not None:
+            entry.pins += 1
+        return entry
+
+    def unpin(self, entry: Entry) -> None:
+        entry.pins -= 1
 
     def discard(self, key: Hashable) -> None:
         """Forget a clean entry that no longer matches the store."""
         old = self._clean.pop(key, None)
         if old is not None:
-            self.used -= old.nbytes
+            self._drop(old)
 
     def put_dirty(self, key: Hashable, value: Any, nbytes: int, owner: Owner) -> None:
         """Keep ``value`` as the written, not yet stored content of ``key``."""
@@ -151,7 +192,7 @@ class ChunkCache:
         if entry is None:
             old = self._clean.pop(key, None)
             if old is not None:
-                self.used -= old.nbytes
+                self._drop(old)
             entry = Entry(value, nbytes)
             entry.dirty_since = time.monotonic()
             self._dirty[key] = entry

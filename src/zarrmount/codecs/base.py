@@ -66,8 +66,9 @@ class Pipeline(ABC):
         self.meta = meta
 
     @abstractmethod
-    def _decode(self, raw: bytes) -> np.ndarray:
-        """Undo the codecs: an array of the chunk shape, in the file's dtype."""
+    def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
+        """Undo the codecs: an array of the chunk shape in the file's dtype, in ``out``
+        (a flat uint8 buffer of the chunk's size) where the last codec can write there."""
 
     @abstractmethod
     def _encode(self, chunk: np.ndarray) -> bytes:
@@ -77,11 +78,15 @@ class Pipeline(ABC):
         """The stored form of ``chunk`` (any strides; viewed as the file's dtype)."""
         return self._encode(chunk.view(self.meta.dtype))
 
-    def decode(self, raw: bytes) -> np.ndarray:
-        """Decode ``raw``; any failure becomes :class:`ChunkDecodeError` with the cause."""
+    def decode(self, raw: bytes, out: np.ndarray | None = None) -> np.ndarray:
+        """Decode ``raw``; any failure becomes :class:`ChunkDecodeError` with the cause.
+
+        With ``out``, the chunk is returned in that buffer (decoded there, or copied when
+        the codecs could not), so it never aliases ``raw``, which may be a reused scratch.
+        """
         meta = self.meta
         try:
-            chunk = self._decode(raw)
+            chunk = self._decode(raw, out)
         except ChunkDecodeError:
             raise
         except Exception as e:  # codecs raise anything from RuntimeError to ValueError
@@ -91,4 +96,8 @@ class Pipeline(ABC):
                 f"decoded to shape {list(chunk.shape)} of {chunk.dtype}, "
                 f"expected {list(meta.chunks)} of {meta.dtype}"
             )
+        if out is not None and not np.may_share_memory(chunk, out):
+            placed = out.view(chunk.dtype).reshape(chunk.shape)
+            np.copyto(placed, chunk)
+            chunk = placed
         return chunk

@@ -24,8 +24,13 @@ class V2Pipeline(Pipeline):
         self.compressor = get_numcodec(compressor) if compressor else None
         self.filters = [get_numcodec(f) for f in meta.codecs.get("filters") or ()]
 
-    def _decode(self, raw: bytes) -> np.ndarray:
-        buf: object = self.compressor.decode(raw) if self.compressor else raw
+    def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
+        if self.compressor is None:
+            buf: object = raw
+        elif self.filters or out is None:
+            buf = self.compressor.decode(raw)
+        else:
+            buf = self.compressor.decode(raw, out=out)
         for f in reversed(self.filters):
             buf = f.decode(buf)
         return from_flat(buf, self.meta.chunks, self.meta.dtype, self.meta.order)

@@ -110,7 +110,7 @@ class _BytesCodec:
 
 
 class _Crc32c:
-    def decode(self, buf: object) -> object:
+    def decode(self, buf: object, out: object = None) -> object:
         data = as_bytes_array(buf)
         if data.nbytes < 4:
             raise ChunkDecodeError("crc32c: fewer than 4 bytes")
@@ -139,7 +139,7 @@ class _Blosc:
             blocksize=int(config.get("blocksize", 0)),
             typesize=self.typesize,
         )
-        self.decode = self.codec.decode
+        self.decode = self.codec.decode  # accepts ``out``
 
     def encode(self, buf: object) -> object:
         return self.codec.encode(as_bytes_array(buf))
@@ -196,10 +196,12 @@ class Chain:
             return _NumcodecsArray(codec_id, config)
         return None
 
-    def decode(self, raw: object) -> np.ndarray:
+    def decode(self, raw: object, out: np.ndarray | None = None) -> np.ndarray:
+        """Decode a stored chunk; into ``out`` when one numcodecs codec ends the chain."""
         buf = raw
+        into = out is not None and not self.array_codecs and len(self.bytes_codecs) == 1
         for codec in reversed(self.bytes_codecs):
-            buf = codec.decode(buf)
+            buf = codec.decode(buf, out=out) if into else codec.decode(buf)
         arr = self.to_bytes.decode(buf, self.bytes_spec)
         for codec, spec in reversed(self.array_codecs):
             arr = codec.decode(arr, spec)
@@ -333,8 +335,8 @@ class V3Pipeline(Pipeline):
         else:
             self.chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
 
-    def _decode(self, raw: bytes) -> np.ndarray:
-        return self.chain.decode(raw)
+    def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
+        return self.chain.decode(raw, out)
 
     def _encode(self, chunk: np.ndarray) -> bytes:
         return self.chain.encode(chunk)

@@ -69,6 +69,12 @@ class AsyncStore:
         await self._run(self.store.delete, key)
         self.stats.deletes += 1
 
+    def count_get(self, nbytes: int | None) -> None:
+        """Account for a get done by a caller's own worker thread (fetch and decode in one)."""
+        self.stats.gets += 1
+        if nbytes is not None:
+            self.stats.get_bytes += nbytes
+
     async def call(self, fn, *args):
         """Run another blocking function of the store layer (e.g. a hierarchy load)."""
         self.stats.lists += 1

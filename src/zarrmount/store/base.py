@@ -8,6 +8,7 @@ threads (see :mod:`zarrmount.store.aio`), which keeps the store usable without F
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 
 class StoreError(Exception):
@@ -40,6 +41,15 @@ class Store(ABC):
     @abstractmethod
     def list_dir(self, prefix: str) -> list[str]:
         """Names directly below ``prefix`` (keys and sub-prefixes, no trailing ``/``)."""
+
+    def read_into(
+        self, key: str, buffer_for: Callable[[int], bytearray]
+    ) -> memoryview | bytes | None:
+        """The value of ``key``, read into ``buffer_for(size)`` where the store can.
+
+        The result is only valid until that buffer is used again.
+        """
+        return self.get(key)
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections or handles."""

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import tempfile
+from collections.abc import Callable
 
 from zarrmount.store.base import Store, StoreError
 
@@ -27,6 +28,23 @@ class LocalStore(Store):
         try:
             with open(self._path(key), "rb") as f:
                 return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+
+    def read_into(self, key: str, buffer_for: Callable[[int], bytearray]) -> memoryview | None:
+        try:
+            with open(self._path(key), "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                view = memoryview(buffer_for(size))[:size]
+                got = 0
+                while got < size:
+                    n = f.readinto(view[got:])
+                    if not n:
+                        break
+                    got += n
+                return view[:got]
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as e:

@@ -6,11 +6,13 @@ import contextlib
 import errno
 import logging
 import math
+import threading
 
 import numpy as np
 import trio
 
-from zarrmount.cache import ChunkCache
+from zarrmount.cache import BufferPool, ChunkCache, Loaded
+from zarrmount.cache.buffers import aligned_empty
 from zarrmount.cache.prefetch import ReadAhead
 from zarrmount.codecs import ChunkDecodeError, Pipeline
 from zarrmount.codecs.base import raw_dtype
@@ -29,19 +31,19 @@ _FILL_ENTRY_BYTES = 64
 _NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
-PAGE = 4096
+_local = threading.local()
 
 
-def aligned_empty(count: int, dtype: np.dtype) -> np.ndarray:
-    """An uninitialised array starting on a page boundary.
+def _scratch(size: int) -> bytearray:
+    """This worker thread's buffer for stored chunk bytes, reused from read to read.
 
-    Copies into destinations at 16 mod 32 bytes (where malloc puts large blocks) run
-    several times slower on these CPUs than into page-aligned ones.
+    A larger one replaces it rather than growing it: views of the old one may live on
+    (in a traceback, say), and a bytearray with views cannot be resized.
     """
-    nbytes = count * dtype.itemsize
-    block = np.empty(nbytes + PAGE, dtype=np.uint8)
-    skip = -block.ctypes.data % PAGE
-    return block[skip : skip + nbytes].view(dtype)
+    scratch = getattr(_local, "scratch", None)
+    if scratch is None or len(scratch) < size:
+        scratch = _local.scratch = bytearray(max(size, 2 * len(scratch or b"")))
+    return scratch
 
 
 class Background:
@@ -66,6 +68,7 @@ class ArrayFile:
         cache: ChunkCache,
         decode_limiter: trio.CapacityLimiter,
         background: Background,
+        pool: BufferPool,
     ) -> None:
         self.path = node.path
         self.meta = meta = node.meta
@@ -81,12 +84,26 @@ class ArrayFile:
         self._sharding = pipeline.sharding
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self.background = background
+        self.pool = pool
 
     def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self.meta.key_encoding.key(coords)
 
-    async def _decode(self, raw: bytes) -> np.ndarray:
-        return await trio.to_thread.run_sync(self.pipeline.decode, raw, limiter=self.decode_limiter)
+    def _decode_into(self, raw: bytes | memoryview) -> Loaded:
+        """Decode in a worker thread into a pool buffer (the chunk's home while cached)."""
+        buffer = self.pool.take(self.meta.chunk_nbytes)
+        chunk = self.pipeline.decode(raw, buffer)
+        return Loaded(chunk.view(self._raw), chunk.nbytes, buffer)
+
+    def _read_decode(self, key: str) -> tuple[Loaded | None, int | None]:
+        """Local stores, in one worker thread: read into this thread's scratch, decode."""
+        raw = self.store.store.read_into(key, _scratch)
+        if raw is None:
+            return None, None
+        return self._decode_into(raw), len(raw)
+
+    async def _decode(self, raw: bytes) -> Loaded:
+        return await trio.to_thread.run_sync(self._decode_into, raw, limiter=self.decode_limiter)
 
     def _locate(self, coords: tuple[int, ...]) -> tuple[str, tuple[int, ...] | None]:
         """The store key holding ``coords`` and, for shards, its place inside the shard."""
@@ -96,21 +113,26 @@ class ArrayFile:
         shard = tuple(c // n for c, n in zip(coords, per_shard, strict=True))
         return self._key(shard), tuple(c % n for c, n in zip(coords, per_shard, strict=True))
 
-    async def _load(self, coords: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    async def _load(self, coords: tuple[int, ...]) -> Loaded:
         """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
         key, local = self._locate(coords)
         try:
+            if local is None and not self.store.store.remote:
+                loaded, nbytes = await trio.to_thread.run_sync(
+                    self._read_decode, key, limiter=self.decode_limiter
+                )
+                self.store.count_get(nbytes)
+                return loaded or Loaded(self._fill, _FILL_ENTRY_BYTES)
             if local is None:
                 raw = await self.store.get(key)
             else:
                 raw = await self._fetch_inner(key, local)
             if raw is None:
-                return self._fill, _FILL_ENTRY_BYTES
-            chunk = await self._decode(raw)
+                return Loaded(self._fill, _FILL_ENTRY_BYTES)
+            return await self._decode(raw)
         except (StoreError, ChunkDecodeError) as e:
             log.error("chunk %s: %s", key, e)
             raise FsError(errno.EIO, f"chunk {key}: {e}") from e
-        return chunk.view(self._raw), chunk.nbytes
 
     async def _fetch_inner(self, key: str, local: tuple[int, ...]) -> bytes | None:
         """The bytes of one inner chunk: a range request located by the (cached) shard index."""
@@ -140,8 +162,20 @@ class ArrayFile:
         """The decoded chunk at ``coords`` as raw elements, from the cache when there."""
         return await self.cache.get((self.path, coords), lambda: self._load(coords))
 
-    async def _chunks(self, wanted: list[tuple[int, ...]]) -> dict[tuple[int, ...], np.ndarray]:
+    async def _chunks(self, wanted: list[tuple[int, ...]]) -> tuple[dict, list]:
+        """The chunks ``wanted``, loaded concurrently, and the cache entries pinned for them.
+
+        Pins keep a chunk (and its pool buffer) in place while the other loads are awaited.
+        """
         found: dict[tuple[int, ...], np.ndarray] = {}
+        pinned: list = []
+
+        def take(coords: tuple[int, ...], value: np.ndarray) -> None:
+            found[coords] = value
+            entry = self.cache.pin((self.path, coords))
+            if entry is not None:
+                pinned.append(entry)
+
         missing = []
         for coords in wanted:
             value = self.cache.peek((self.path, coords))
@@ -149,24 +183,32 @@ class ArrayFile:
                 missing.append(coords)
             else:
                 self.cache.stats.hits += 1
-                found[coords] = value
-        if len(missing) == 1:
-            found[missing[0]] = await self.chunk(missing[0])
-        elif missing:
-            errors: list[FsError] = []
+                take(coords, value)
+        try:
+            if len(missing) == 1:
+                take(missing[0], await self.chunk(missing[0]))
+            elif missing:
+                errors: list[FsError] = []
 
-            async def one(coords: tuple[int, ...]) -> None:
-                try:
-                    found[coords] = await self.chunk(coords)
-                except FsError as e:
-                    errors.append(e)
+                async def one(coords: tuple[int, ...]) -> None:
+                    try:
+                        take(coords, await self.chunk(coords))
+                    except FsError as e:
+                        errors.append(e)
 
-            async with trio.open_nursery() as nursery:
-                for coords in missing:
-                    nursery.start_soon(one, coords)
-            if errors:
-                raise errors[0]
-        return found
+                async with trio.open_nursery() as nursery:
+                    for coords in missing:
+                        nursery.start_soon(one, coords)
+                if errors:
+                    raise errors[0]
+        except BaseException:
+            self._unpin(pinned)
+            raise
+        return found, pinned
+
+    def _unpin(self, pinned: list) -> None:
+        for entry in pinned:
+            self.cache.unpin(entry)
 
     async def _prefetch(self, first: int, last: int) -> None:
         """Load the chunks of elements ``[first, last)`` into the cache, in walk order."""
@@ -190,12 +232,15 @@ class ArrayFile:
         if ahead is not None:
             self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
         plan = plan_read(self.meta.shape, self.meta.chunks, first, last)
-        chunks = await self._chunks(list(plan))
-        out = aligned_empty(last - first, self._raw)
-        for coords, copies in plan.items():
-            src = chunks[coords]
-            for c in copies:
-                dest = out[c.start : c.start + math.prod(c.box)].reshape(c.box)
-                dest[c.box_sel] = src[c.chunk_sel]
+        chunks, pinned = await self._chunks(list(plan))
+        out = aligned_empty((last - first) * isz).view(self._raw)
+        try:
+            for coords, copies in plan.items():
+                src = chunks[coords]
+                for c in copies:
+                    dest = out[c.start : c.start + math.prod(c.box)].reshape(c.box)
+                    dest[c.box_sel] = src[c.chunk_sel]
+        finally:
+            self._unpin(pinned)
         skip = offset - first * isz
         return memoryview(out.view(np.uint8))[skip : skip + end - offset]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from zarrmount.cache import ChunkCache
+from zarrmount.cache import BufferPool, ChunkCache
 from zarrmount.codecs import Pipeline
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, Node
 from zarrmount.hierarchy import Dialect
@@ -81,7 +81,9 @@ class Filesystem:
         self.dialect = dialect
         store = dialect.store
         self.store = AsyncStore(store, options.max_fetches or (64 if store.remote else 16))
-        self.cache = ChunkCache(options.cache_size)
+        # Freed chunk buffers wait here for the next decode (a bounded amount of them).
+        self.pool = BufferPool(min(options.cache_size // 4, 256 << 20))
+        self.cache = ChunkCache(options.cache_size, recycle=self.pool.give)
         self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
         self.background = Background()  # the session gives it a nursery: prefetches run there
         self.mtime_ns = time.time_ns()
@@ -102,7 +104,8 @@ class Filesystem:
     def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
-            args = (node, pipeline, self.store, self.cache, self.decode_limiter, self.background)
+            args = (node, pipeline, self.store, self.cache, self.decode_limiter, self.background,
+                    self.pool)
             if self.options.read_only:
                 array = ArrayFile(*args)
             else:
