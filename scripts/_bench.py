@@ -393,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--reps must be >= 1 and --size-gib > 0")
 
     def on_term(signum, frame):
+        log(f"bench: interrupted by signal {signum}; cleaning up")
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
@@ -416,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if os.geteuid() != 0:
         log("  WARNING: not root: cannot drop the page cache or set read_ahead_kb")
+    load1 = os.getloadavg()[0]
+    log(f"  load average (1 min) at start: {load1:.2f}")
+    if load1 > 0.5:
+        log("  WARNING: the machine is busy; other processes share the 2 cores and skew timings")
 
     try:
         log(f"dataset: {ds.relative_to(ROOT) if ds.is_relative_to(ROOT) else ds}")
@@ -515,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
         report(results, variants, nbytes, args.reps, cold)
+        log(f"  load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
         (work / "last-results.json").write_text(
             json.dumps(
                 {
@@ -529,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
+    except KeyboardInterrupt:
+        log("bench: interrupted; cleaning up")
+        return 130
     except (BenchError, OSError) as e:
         log(f"bench: {e}")
         if logfile.exists() and not args.zarr_only:
