@@ -104,12 +104,25 @@ class ChunkCache:
         return None if found is None else found.value
 
     async def get(self, key: Hashable, loader: Loader) -> Any:
-        """The value for ``key``, loading it with ``loader`` (returns value, nbytes) if absent."""
+        """The value for ``key``, loading it with ``loader`` (returns value, nbytes) if absent.
+
+        Only valid until the caller's next await when it lives in a pool buffer: callers
+        that hold it across awaits use :meth:`get_pinned`.
+        """
+        value, entry = await self._get(key, loader, pin=False)
+        return value
+
+    async def get_pinned(self, key: Hashable, loader: Loader) -> tuple[Any, Entry | None]:
+        """Like :meth:`get`, with the entry pinned (pass it to :meth:`unpin` when done)."""
+        return await self._get(key, loader, pin=True)
+
+    async def _get(self, key: Hashable, loader: Loader, pin: bool) -> tuple[Any, Entry | None]:
         while True:
-            value = self.peek(key)
-            if value is not None:
+            entry = self.entry(key)
+            if entry is not None:
                 self.stats.hits += 1
-                return value
+                entry.pins += pin
+                return entry.value, entry
             flight = self._flights.get(key)
             if flight is None:
                 break
@@ -120,7 +133,7 @@ class ChunkCache:
             # Loaded (now cached, unless too big to keep) or cancelled: look again. A value
             # outside any pool buffer stays valid even when it was not kept.
             if flight.value is not None and flight.buffer is None and self.peek(key) is None:
-                return flight.value
+                return flight.value, None
         self.stats.misses += 1
         flight = _Flight()
         self._flights[key] = flight
@@ -134,9 +147,14 @@ class ChunkCache:
             raise
         else:
             flight.value, flight.buffer = loaded.value, loaded.buffer
-            if key not in self._dirty:  # a writer may have replaced it meanwhile
-                self._insert_clean(key, Entry(*loaded))
-            return self.peek(key) if key in self._dirty else loaded.value
+            entry = self._dirty.get(key)  # a writer may have replaced it meanwhile
+            if entry is None:
+                entry = Entry(*loaded)
+                entry.pins = int(pin)  # before insertion: eviction must not recycle it
+                self._insert_clean(key, entry)
+            else:
+                entry.pins += pin
+            return entry.value, entry
         finally:
             del self._flights[key]
             flight.done.set()
@@ -170,15 +188,9 @@ class ChunkCache:
             self._drop(old)
             self.stats.evictions += 1
 
-    def pin(self, key: Hashable) -> Entry | None:
-        """Keep ``key``'s entry (and its buffer) in place until :meth:`unpin`."""
-        entry = self.entry(key)
+    def unpin(self, entry: Entry | None) -> None:
         if entry is not None:
-            entry.pins += 1
-        return entry
-
-    def unpin(self, entry: Entry) -> None:
-        entry.pins -= 1
+            entry.pins -= 1
 
     def discard(self, key: Hashable) -> None:
         """Forget a clean entry that no longer matches the store."""
@@ -186,14 +198,19 @@ class ChunkCache:
         if old is not None:
             self._drop(old)
 
-    def put_dirty(self, key: Hashable, value: Any, nbytes: int, owner: Owner) -> None:
-        """Keep ``value`` as the written, not yet stored content of ``key``."""
+    def put_dirty(
+        self, key: Hashable, value: Any, nbytes: int, owner: Owner, buffer: Any = None
+    ) -> None:
+        """Keep ``value`` (living in pool ``buffer``, if any) as the unstored content of ``key``."""
         entry = self._dirty.get(key)
         if entry is None:
-            old = self._clean.pop(key, None)
-            if old is not None:
-                self._drop(old)
-            entry = Entry(value, nbytes)
+            entry = self._clean.pop(key, None)
+            if entry is not None and entry.value is value:
+                self.used -= entry.nbytes  # the writer patched our own copy: it moves over
+            else:
+                if entry is not None:
+                    self._drop(entry)
+                entry = Entry(value, nbytes, buffer)
             entry.dirty_since = time.monotonic()
             self._dirty[key] = entry
             self.used += nbytes
@@ -202,7 +219,7 @@ class ChunkCache:
         elif entry.value is not value:
             self.used += nbytes - entry.nbytes
             self.dirty_bytes += nbytes - entry.nbytes
-            entry.value, entry.nbytes = value, nbytes
+            entry.value, entry.nbytes, entry.buffer = value, nbytes, buffer
         entry.mutable = True
         entry.owner = owner
 
@@ -226,13 +243,21 @@ class ChunkCache:
         ]
 
     async def relieve(self, limit: int) -> Owner | None:
-        """Write back the oldest dirty entries until at most ``limit`` bytes are dirty.
+        """Above ``limit`` dirty bytes, write back the oldest entries, concurrently, until a
+        quarter of ``limit`` is free again (so writers do not stall on every write).
 
         Returns the owner whose write-back failed (it holds the error), else ``None``.
         """
-        while self.dirty_bytes > limit and self._dirty:
-            key, entry = next(iter(self._dirty.items()))
-            await entry.owner.write_back_key(key)
-            if self._dirty.get(key) is entry:
-                return entry.owner
-        return None
+        if self.dirty_bytes <= limit:
+            return None
+        excess = self.dirty_bytes - limit + limit // 4
+        batch = []
+        for key, entry in self._dirty.items():
+            batch.append((key, entry))
+            excess -= entry.nbytes
+            if excess <= 0:
+                break
+        async with trio.open_nursery() as nursery:
+            for key, entry in batch:
+                nursery.start_soon(entry.owner.write_back_key, key)
+        return next((e.owner for k, e in batch if self._dirty.get(k) is e), None)

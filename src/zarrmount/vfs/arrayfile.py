@@ -158,9 +158,10 @@ class ArrayFile:
         index = await trio.to_thread.run_sync(spec.decode_index, raw, limiter=self.decode_limiter)
         return index, index.nbytes
 
-    async def chunk(self, coords: tuple[int, ...]) -> np.ndarray:
-        """The decoded chunk at ``coords`` as raw elements, from the cache when there."""
-        return await self.cache.get((self.path, coords), lambda: self._load(coords))
+    async def chunk(self, coords: tuple[int, ...]) -> tuple[np.ndarray, object]:
+        """The decoded chunk at ``coords`` as raw elements, from the cache when there,
+        with its cache entry pinned: pass that to ``cache.unpin`` when done with it."""
+        return await self.cache.get_pinned((self.path, coords), lambda: self._load(coords))
 
     async def _chunks(self, wanted: list[tuple[int, ...]]) -> tuple[dict, list]:
         """The chunks ``wanted``, loaded concurrently, and the cache entries pinned for them.
@@ -170,35 +171,31 @@ class ArrayFile:
         found: dict[tuple[int, ...], np.ndarray] = {}
         pinned: list = []
 
-        def take(coords: tuple[int, ...], value: np.ndarray) -> None:
-            found[coords] = value
-            entry = self.cache.pin((self.path, coords))
-            if entry is not None:
-                pinned.append(entry)
+        async def one(coords: tuple[int, ...]) -> None:
+            found[coords], entry = await self.chunk(coords)
+            pinned.append(entry)
 
-        missing = []
-        for coords in wanted:
-            value = self.cache.peek((self.path, coords))
-            if value is None:
-                missing.append(coords)
-            else:
-                self.cache.stats.hits += 1
-                take(coords, value)
         try:
-            if len(missing) == 1:
-                take(missing[0], await self.chunk(missing[0]))
-            elif missing:
+            if len(wanted) == 1:
+                await one(wanted[0])
+            else:
                 errors: list[FsError] = []
 
-                async def one(coords: tuple[int, ...]) -> None:
+                async def guarded(coords: tuple[int, ...]) -> None:
                     try:
-                        take(coords, await self.chunk(coords))
+                        await one(coords)
                     except FsError as e:
                         errors.append(e)
 
                 async with trio.open_nursery() as nursery:
-                    for coords in missing:
-                        nursery.start_soon(one, coords)
+                    for coords in wanted:
+                        if (entry := self.cache.entry((self.path, coords))) is not None:
+                            entry.pins += 1  # cached: no task needed
+                            self.cache.stats.hits += 1
+                            found[coords] = entry.value
+                            pinned.append(entry)
+                        else:
+                            nursery.start_soon(guarded, coords)
                 if errors:
                     raise errors[0]
         except BaseException:
@@ -219,7 +216,8 @@ class ArrayFile:
     async def _prefetch_one(self, coords: tuple[int, ...]) -> None:
         # A failed load was logged; the reader meets the same error if it gets there.
         with contextlib.suppress(FsError):
-            await self.chunk(coords)
+            _, entry = await self.chunk(coords)
+            self.cache.unpin(entry)
 
     async def read(self, offset: int, size: int) -> memoryview | bytes:
         """Bytes ``[offset, offset + size)`` of the file, short at the end of file."""

@@ -79,18 +79,24 @@ class WritableArrayFile(ArrayFile):
             if entry is not None and entry.mutable:
                 return entry.value
             inside = self._inside(coords)
-            if written == inside:  # overwritten whole: no need to fetch the old content
-                chunk = np.empty(self.meta.chunks, dtype=self._raw)
-                if inside < chunk.size:
+            old, pinned = None, None
+            if written < inside:  # partly overwritten: patch what is there
+                old, pinned = await self.chunk(coords)
+            try:
+                if unit in self._busy:
+                    continue  # a write-back started while we loaded: start over
+                entry = self.cache.entry(key)
+                if entry is not None and entry.mutable:
+                    continue  # another writer made its copy first: use that one
+                buffer = self.pool.take(self.meta.chunk_nbytes)
+                chunk = buffer.view(self._raw).reshape(self.meta.chunks)
+                if old is not None:
+                    chunk[...] = old
+                elif inside < chunk.size:
                     chunk[...] = self._fill  # edge chunk: keep fill in the padding
-            else:
-                chunk = np.array(await self.chunk(coords), order="C")
-            if unit in self._busy:
-                continue  # a write-back started while we loaded: start over
-            entry = self.cache.entry(key)
-            if entry is not None and entry.mutable:
-                continue  # another writer made its copy first: use that one
-            self.cache.put_dirty(key, chunk, chunk.nbytes, self)
+            finally:
+                self.cache.unpin(pinned)
+            self.cache.put_dirty(key, chunk, chunk.nbytes, self, buffer)
             return chunk
 
     async def write(self, offset: int, data: bytes) -> int:
