@@ -188,6 +188,13 @@ class ChunkCache:
             self._drop(old)
             self.stats.evictions += 1
 
+    def release(self, key: Hashable) -> None:
+        """Drop ``key`` now if it is clean and unused: a streaming reader is done with it."""
+        entry = self._clean.get(key)
+        if entry is not None and not entry.pins and entry.buffer is not None:
+            del self._clean[key]
+            self._drop(entry)
+
     def unpin(self, entry: Entry | None) -> None:
         if entry is not None:
             entry.pins -= 1

@@ -19,6 +19,10 @@ class ReadAhead:
         self._streak = 0
         self._ahead = 0  # everything before this offset has been asked for already
 
+    @property
+    def sequential(self) -> bool:
+        return self._streak >= STREAK
+
     def observe(self, offset: int, end: int) -> tuple[int, int] | None:
         """Record a read of ``[offset, end)``; returns a byte range to prefetch, or None."""
         if offset == self._next:

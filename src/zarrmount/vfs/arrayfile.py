@@ -219,6 +219,15 @@ class ArrayFile:
             _, entry = await self.chunk(coords)
             self.cache.unpin(entry)
 
+    def _drop_behind(self, plan: dict, last: int) -> None:
+        """A streaming reader never comes back (the page cache serves rereads): give the
+        buffers of chunks it has read to the end back to the pool, while they are warm."""
+        shape, chunks = self.meta.shape, self.meta.chunks
+        for coords in plan:
+            ends = [min((c + 1) * n, s) - 1 for c, n, s in zip(coords, chunks, shape, strict=True)]
+            if int(np.ravel_multi_index(ends, shape)) < last:
+                self.cache.release((self.path, coords))
+
     async def read(self, offset: int, size: int) -> memoryview | bytes:
         """Bytes ``[offset, offset + size)`` of the file, short at the end of file."""
         end = min(offset + size, self.size)
@@ -240,5 +249,7 @@ class ArrayFile:
                     dest[c.box_sel] = src[c.chunk_sel]
         finally:
             self._unpin(pinned)
+        if self._read_ahead.sequential:
+            self._drop_behind(plan, last)
         skip = offset - first * isz
         return memoryview(out.view(np.uint8))[skip : skip + end - offset]
