@@ -23,6 +23,7 @@ from zarr.codecs import BloscCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bench as b  # noqa: E402
+import _bench_remote  # noqa: E402
 
 SHARDS = (1024, 16384)  # 64 MiB of float32
 INNER = (64, 4096)  # 1 MiB
@@ -140,7 +141,8 @@ def main() -> int:
     ap.add_argument("--size-gib", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--cases", default="sharded,write")
+    ap.add_argument("--cases", default="sharded,write,remote")
+    ap.add_argument("--latency-ms", type=float, default=20.0, help="remote case: added latency")
     ap.add_argument("--zarrmount", default=str(b.ROOT / ".venv/bin/zarrmount"))
     ap.add_argument("--dir", default=str(b.ROOT / ".bench"))
     args = ap.parse_args()
@@ -153,7 +155,8 @@ def main() -> int:
         for case in args.cases.split(","):
             b.log(f"case {case}:")
             summary += {"sharded": lambda: case_sharded(args, work, buf),
-                        "write": lambda: case_write(args, work)}[case]()
+                        "write": lambda: case_write(args, work),
+                        "remote": lambda: _bench_remote.run(args, work)}[case]()
     except b.BenchError as e:
         b.log(f"bench: {e}")
         return 1
