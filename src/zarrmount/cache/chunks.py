@@ -73,6 +73,7 @@ class _Flight:
         self.value: Any = None
         self.buffer: Any = None
         self.error: BaseException | None = None
+        self.stale = False  # a writer changed the key while this load ran
 
 
 class ChunkCache:
@@ -125,15 +126,21 @@ class ChunkCache:
                 return entry.value, entry
             flight = self._flights.get(key)
             if flight is None:
-                break
+                found = await self._load(key, loader, pin)
+                if found is not None:
+                    return found
+                continue  # written while we loaded: what we loaded is stale
             self.stats.waits += 1
             await flight.done.wait()
             if flight.error is not None:
                 raise flight.error
-            # Loaded (now cached, unless too big to keep) or cancelled: look again. A value
-            # outside any pool buffer stays valid even when it was not kept.
+            # Loaded (now cached, unless too big to keep), stale or cancelled: look again.
+            # A value outside any pool buffer stays valid even when it was not kept.
             if flight.value is not None and flight.buffer is None and self.peek(key) is None:
                 return flight.value, None
+
+    async def _load(self, key: Hashable, loader: Loader, pin: bool):
+        """Run ``loader`` as the one load of ``key``; ``None`` if a writer made it stale."""
         self.stats.misses += 1
         flight = _Flight()
         self._flights[key] = flight
@@ -146,14 +153,14 @@ class ChunkCache:
             flight.error = e
             raise
         else:
+            if flight.stale:
+                if loaded.buffer is not None and self.recycle is not None:
+                    self.recycle(loaded.buffer)
+                return None
             flight.value, flight.buffer = loaded.value, loaded.buffer
-            entry = self._dirty.get(key)  # a writer may have replaced it meanwhile
-            if entry is None:
-                entry = Entry(*loaded)
-                entry.pins = int(pin)  # before insertion: eviction must not recycle it
-                self._insert_clean(key, entry)
-            else:
-                entry.pins += pin
+            entry = Entry(*loaded)
+            entry.pins = int(pin)  # before insertion: eviction must not recycle it
+            self._insert_clean(key, entry)
             return entry.value, entry
         finally:
             del self._flights[key]
@@ -199,8 +206,12 @@ class ChunkCache:
         if entry is not None:
             entry.pins -= 1
 
-    def discard(self, key: Hashable) -> None:
-        """Forget a clean entry that no longer matches the store."""
+    def invalidate(self, key: Hashable) -> None:
+        """The stored object behind ``key`` changed: forget the clean entry, and make a load
+        under way (which may have read the old object) not count."""
+        flight = self._flights.get(key)
+        if flight is not None:
+            flight.stale = True
         old = self._clean.pop(key, None)
         if old is not None:
             self._drop(old)
@@ -209,6 +220,9 @@ class ChunkCache:
         self, key: Hashable, value: Any, nbytes: int, owner: Owner, buffer: Any = None
     ) -> None:
         """Keep ``value`` (living in pool ``buffer``, if any) as the unstored content of ``key``."""
+        flight = self._flights.get(key)
+        if flight is not None:
+            flight.stale = True  # a load under way read what this write replaces
         entry = self._dirty.get(key)
         if entry is None:
             entry = self._clean.pop(key, None)

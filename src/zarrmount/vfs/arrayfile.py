@@ -85,6 +85,14 @@ class ArrayFile:
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self.background = background
         self.pool = pool
+        # Units (chunks, or shards) being written back, and how often each was rewritten:
+        # only writable files fill these, but readers of shards must respect them.
+        self._busy: dict[tuple[int, ...], trio.Event] = {}
+        self._generation: dict[tuple[int, ...], int] = {}
+
+    async def _idle(self, unit: tuple[int, ...]) -> None:
+        while (event := self._busy.get(unit)) is not None:
+            await event.wait()
 
     def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self.meta.key_encoding.key(coords)
@@ -110,8 +118,13 @@ class ArrayFile:
         if self._sharding is None:
             return self._key(coords), None
         per_shard = self._sharding.chunks_per_shard
-        shard = tuple(c // n for c, n in zip(coords, per_shard, strict=True))
-        return self._key(shard), tuple(c % n for c, n in zip(coords, per_shard, strict=True))
+        return self._key(self._shard_of(coords)), tuple(
+            c % n for c, n in zip(coords, per_shard, strict=True)
+        )
+
+    def _shard_of(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        per_shard = self._sharding.chunks_per_shard
+        return tuple(c // n for c, n in zip(coords, per_shard, strict=True))
 
     async def _load(self, coords: tuple[int, ...]) -> Loaded:
         """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
@@ -126,7 +139,7 @@ class ArrayFile:
             if local is None:
                 raw = await self.store.get(key)
             else:
-                raw = await self._fetch_inner(key, local)
+                raw = await self._fetch_inner(key, local, self._shard_of(coords))
             if raw is None:
                 return Loaded(self._fill, _FILL_ENTRY_BYTES)
             return await self._decode(raw)
@@ -134,8 +147,22 @@ class ArrayFile:
             log.error("chunk %s: %s", key, e)
             raise FsError(errno.EIO, f"chunk {key}: {e}") from e
 
-    async def _fetch_inner(self, key: str, local: tuple[int, ...]) -> bytes | None:
-        """The bytes of one inner chunk: a range request located by the (cached) shard index."""
+    async def _fetch_inner(
+        self, key: str, local: tuple[int, ...], shard: tuple[int, ...]
+    ) -> bytes | None:
+        """The bytes of one inner chunk: a range request located by the (cached) shard index.
+
+        Index and range must come from the same version of the shard: a fetch that
+        overlapped a rewrite of the shard starts over.
+        """
+        while True:
+            await self._idle(shard)
+            generation = self._generation.get(shard, 0)
+            raw = await self._fetch_inner_once(key, local)
+            if shard not in self._busy and self._generation.get(shard, 0) == generation:
+                return raw
+
+    async def _fetch_inner_once(self, key: str, local: tuple[int, ...]) -> bytes | None:
         index = await self.cache.get((self.path, "index", key), lambda: self._load_index(key))
         if index.size == 0:
             return None

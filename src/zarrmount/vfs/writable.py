@@ -45,7 +45,6 @@ class WritableArrayFile(ArrayFile):
         self.mtime_ns = time.time_ns()
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
-        self._busy: dict[Hashable, trio.Event] = {}
 
     # -- units: what one stored object holds -----------------------------------
 
@@ -54,10 +53,6 @@ class WritableArrayFile(ArrayFile):
             return coords
         per_shard = self._sharding.chunks_per_shard
         return tuple(c // n for c, n in zip(coords, per_shard, strict=True))
-
-    async def _idle(self, unit: Coords) -> None:
-        while (event := self._busy.get(unit)) is not None:
-            await event.wait()
 
     # -- writes ------------------------------------------------------------------
 
@@ -114,8 +109,15 @@ class WritableArrayFile(ArrayFile):
         head = offset - first * isz
         src = np.frombuffer(data, dtype=np.uint8)
         if head or end % isz:  # partial elements at the edges: merge with what is there
-            merged = np.frombuffer(await self.read(first * isz, (last - first) * isz), np.uint8)
-            merged = merged.copy()
+            merged = np.empty((last - first) * isz, dtype=np.uint8)
+            partial = {first} if head else set()
+            if end % isz:
+                partial.add(last - 1)
+            for element in partial:  # only the edge elements are partly overwritten
+                start = (element - first) * isz
+                merged[start : start + isz] = np.frombuffer(
+                    await self.read(element * isz, isz), np.uint8
+                )
             merged[head : head + len(data)] = src
             src = merged
         src = src.view(self._raw)
@@ -156,13 +158,14 @@ class WritableArrayFile(ArrayFile):
         if not keys:
             return
         done = self._busy[unit] = trio.Event()
+        self._generation[unit] = self._generation.get(unit, 0) + 1
         store_key = self._key(unit)
         try:
             if self._sharding is None:
                 await self._store(store_key, await self._encode(self.cache.peek(keys[0])))
             else:
                 await self._store(store_key, await self._shard(unit, store_key, keys))
-                self.cache.discard((self.path, "index", store_key))
+                self.cache.invalidate((self.path, "index", store_key))
             for key in keys:
                 self.cache.mark_clean(key)
             self.failed_at = None
