@@ -34,16 +34,30 @@ TMP_PREFIX = ".zarrmount-tmp-"
 #   v3: compressor; sharded: compressor inside the shards, edge shards and edge inner chunks.
 SPECS: dict[str, dict] = {
     "v2f": dict(
-        zarr_format=2, shape=(61, 47), chunks=(7, 5), dtype=">i4",
-        compressors=numcodecs.Zstd(level=1), order="F", fill_value=7,
+        zarr_format=2,
+        shape=(61, 47),
+        chunks=(7, 5),
+        dtype=">i4",
+        compressors=numcodecs.Zstd(level=1),
+        order="F",
+        fill_value=7,
     ),
     "v3": dict(
-        zarr_format=3, shape=(83, 59), chunks=(6, 5), dtype="<u2",
-        compressors=zarr.codecs.GzipCodec(level=1), fill_value=0,
+        zarr_format=3,
+        shape=(83, 59),
+        chunks=(6, 5),
+        dtype="<u2",
+        compressors=zarr.codecs.GzipCodec(level=1),
+        fill_value=0,
     ),
     "sharded": dict(
-        zarr_format=3, shape=(95, 77), chunks=(3, 5), shards=(9, 10), dtype="<i2",
-        compressors=zarr.codecs.ZstdCodec(level=1), fill_value=-3,
+        zarr_format=3,
+        shape=(95, 77),
+        chunks=(3, 5),
+        shards=(9, 10),
+        dtype="<i2",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=-3,
     ),
 }
 
@@ -80,9 +94,7 @@ class Store:
         found = []
         for dirpath, _dirs, files in os.walk(self.array_dir):
             for f in files:
-                if f in (".zarray", ".zattrs", "zarr.json", ".zgroup") or f.startswith(
-                    TMP_PREFIX
-                ):
+                if f in (".zarray", ".zattrs", "zarr.json", ".zgroup") or f.startswith(TMP_PREFIX):
                     continue
                 found.append(os.path.relpath(os.path.join(dirpath, f), self.array_dir))
         return sorted(found)
@@ -272,7 +284,9 @@ def tmpfs(size: str, tag: str = "tmpfs") -> Iterator[str]:
     try:
         subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
-            check=True, capture_output=True, timeout=30,
+            check=True,
+            capture_output=True,
+            timeout=30,
         )
         try:
             yield path
@@ -312,8 +326,14 @@ def fill_filesystem(directory: str, name: str = "filler") -> str:
 # ----------------------------------------------------------------------------- workers
 
 
-def write_runs_worker(path: str, target: bytes, runs: list[tuple[int, int]], seed: int,
-                      fsync_every: int, use_direct: bool) -> None:
+def write_runs_worker(
+    path: str,
+    target: bytes,
+    runs: list[tuple[int, int]],
+    seed: int,
+    fsync_every: int,
+    use_direct: bool,
+) -> None:
     """Child process body: write ``target[o:o+n]`` at ``o`` for each run, in random order."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(runs))

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import shared_dir
 
 pytestmark = pytest.mark.mount
 
-CONFORMANCE = Path("/work/shared/conformance/zarr_implementations")
+CONFORMANCE = shared_dir() / "conformance" / "zarr_implementations"
 ZARR_ZR = CONFORMANCE / "examples" / "zarr.zr"
 REFERENCE = CONFORMANCE / "data" / "reference_image.png"
 EXPECTED_ARRAYS = {"raw", "zlib", "gzip", "blosc"}

@@ -22,16 +22,30 @@ pytestmark = pytest.mark.mount
 # Larger arrays (more than 1 MiB, so dd bs=1M writes several blocks) with edge chunks.
 BIG = {
     "v2f": dict(
-        zarr_format=2, shape=(301, 467), chunks=(37, 53), dtype=">i4",
-        compressors=numcodecs.Zstd(level=1), order="F", fill_value=7,
+        zarr_format=2,
+        shape=(301, 467),
+        chunks=(37, 53),
+        dtype=">i4",
+        compressors=numcodecs.Zstd(level=1),
+        order="F",
+        fill_value=7,
     ),
     "v3": dict(
-        zarr_format=3, shape=(733, 911), chunks=(64, 101), dtype="<u2",
-        compressors=zarr.codecs.GzipCodec(level=1), fill_value=0,
+        zarr_format=3,
+        shape=(733, 911),
+        chunks=(64, 101),
+        dtype="<u2",
+        compressors=zarr.codecs.GzipCodec(level=1),
+        fill_value=0,
     ),
     "sharded": dict(
-        zarr_format=3, shape=(611, 487), chunks=(31, 41), shards=(124, 123), dtype="<i4",
-        compressors=zarr.codecs.ZstdCodec(level=1), fill_value=-3,
+        zarr_format=3,
+        shape=(611, 487),
+        chunks=(31, 41),
+        shards=(124, 123),
+        dtype="<i4",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=-3,
     ),
 }
 
@@ -235,8 +249,9 @@ def _chunk_key(store: rw_tools.Store, coords: tuple[int, ...]) -> str:
     return "/".join(["c", *map(str, coords)])
 
 
-def _write_box(fd: int, store: rw_tools.Store, box: tuple[slice, slice], data: bytes,
-               model: np.ndarray) -> None:
+def _write_box(
+    fd: int, store: rw_tools.Store, box: tuple[slice, slice], data: bytes, model: np.ndarray
+) -> None:
     """pwrite ``data`` (one element's bytes, repeated) over a 2-D box, one row at a time."""
     arr = store.open()
     isz = arr.dtype.itemsize
@@ -252,8 +267,9 @@ def _write_box(fd: int, store: rw_tools.Store, box: tuple[slice, slice], data: b
 @pytest.mark.parametrize("keep", [False, True], ids=["default", "write_empty_chunks"])
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_chunk_of_fill_values_is_deleted(tmp_path, name, keep):
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=np.random.default_rng(11),
-                                initial="full")
+    store = rw_tools.make_store(
+        tmp_path, name, SPECS[name], rng=np.random.default_rng(11), initial="full"
+    )
     arr = store.open()
     unit = arr.shards or arr.chunks  # what one stored object holds
     model = store.read_bytes()
@@ -269,13 +285,24 @@ def test_chunk_of_fill_values_is_deleted(tmp_path, name, keep):
         fd = os.open(path, os.O_RDWR)
         try:
             # an inner stored object, then the edge one (only its part inside the array)
-            _write_box(fd, store, (slice(unit[0], 2 * unit[0]), slice(2 * unit[1], 3 * unit[1])),
-                       fill, model)
-            _write_box(fd, store, (slice(edge[0] * unit[0], arr.shape[0]),
-                                   slice(edge[1] * unit[1], arr.shape[1])), fill, model)
+            _write_box(
+                fd,
+                store,
+                (slice(unit[0], 2 * unit[0]), slice(2 * unit[1], 3 * unit[1])),
+                fill,
+                model,
+            )
+            _write_box(
+                fd,
+                store,
+                (slice(edge[0] * unit[0], arr.shape[0]), slice(edge[1] * unit[1], arr.shape[1])),
+                fill,
+                model,
+            )
             if arr.shards:  # one inner chunk only: the shard stays
-                _write_box(fd, store, (slice(0, arr.chunks[0]), slice(0, arr.chunks[1])),
-                           fill, model)
+                _write_box(
+                    fd, store, (slice(0, arr.chunks[0]), slice(0, arr.chunks[1])), fill, model
+                )
         finally:
             os.close(fd)  # close stores the dirty chunks
         after = store.chunk_files()
@@ -293,8 +320,9 @@ def test_chunk_of_fill_values_is_deleted(tmp_path, name, keep):
 
 def test_whole_array_of_fill_leaves_no_chunk(tmp_path):
     name = "v2f"
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=np.random.default_rng(12),
-                                initial="full")
+    store = rw_tools.make_store(
+        tmp_path, name, SPECS[name], rng=np.random.default_rng(12), initial="full"
+    )
     size = store.read_bytes().size
     fill = store.fill_bytes()
     with rw_tools.rw_mount(store, tag="rwfill") as m, open(m.p(name), "r+b") as f:

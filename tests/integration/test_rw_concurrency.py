@@ -2,9 +2,9 @@
 
 Process ``i`` of ``k`` writes every run ``r`` with ``r % k == i`` (runs of a few elements,
 or of an odd number of bytes, so that processes share chunks, pages and, in the byte case,
-elements), in its own random order, with fsyncs sprinkled in, while idle write-backs run every 0.1 s.
-Afterwards zarr-python must read the store as the combination of all writes: no update
-lost to a read-modify-write race.
+elements), in its own random order, with fsyncs sprinkled in, while idle write-backs run
+every 0.1 s. Afterwards zarr-python must read the store as the combination of all writes:
+no update lost to a read-modify-write race.
 """
 
 from __future__ import annotations

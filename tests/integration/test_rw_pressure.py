@@ -22,11 +22,24 @@ RSS_LIMIT_KIB = 300 * 1024
 
 ARRAYS = {
     # 16 MiB, 60 KB chunks with edges: one 1 MiB write dirties ~30 chunks
-    "v3": dict(zarr_format=3, shape=(2048, 4096), chunks=(100, 300), dtype="<u2",
-               compressors=zarr.codecs.ZstdCodec(level=1), fill_value=0),
+    "v3": dict(
+        zarr_format=3,
+        shape=(2048, 4096),
+        chunks=(100, 300),
+        dtype="<u2",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=0,
+    ),
     # 12 MiB, sharded: each write-back under pressure rewrites a whole shard
-    "sharded": dict(zarr_format=3, shape=(1500, 2000), chunks=(50, 64), shards=(200, 256),
-                    dtype="<i4", compressors=zarr.codecs.ZstdCodec(level=1), fill_value=-1),
+    "sharded": dict(
+        zarr_format=3,
+        shape=(1500, 2000),
+        chunks=(50, 64),
+        shards=(200, 256),
+        dtype="<i4",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=-1,
+    ),
 }
 
 
@@ -44,8 +57,9 @@ def test_sequential_write_with_tiny_cache(tmp_path, name):
     size = expected.size
     assert size > 8 * MIB
 
-    with rw_tools.rw_mount(store, [f"cache_size={CACHE}", "writeback_delay=600"],
-                           tag="rwpress") as m:
+    with rw_tools.rw_mount(
+        store, [f"cache_size={CACHE}", "writeback_delay=600"], tag="rwpress"
+    ) as m:
         path = m.p(name)
         with rw_tools.RssSampler(m.proc.pid) as rss:
             # 1. Python writes (1 MiB each) of the first half, watching the daemon's stats:
@@ -66,15 +80,22 @@ def test_sequential_write_with_tiny_cache(tmp_path, name):
             assert peak_dirty <= 4 * MIB, f"peak dirty {peak_dirty} bytes of {size // 2}"
             assert_store_equals(
                 store,
-                np.concatenate([expected[: size // 2],
-                                np.zeros(size - size // 2, np.uint8) if arr.fill_value == 0
-                                else store.read_bytes()[size // 2 :]]),
+                np.concatenate(
+                    [
+                        expected[: size // 2],
+                        np.zeros(size - size // 2, np.uint8)
+                        if arr.fill_value == 0
+                        else store.read_bytes()[size // 2 :],
+                    ]
+                ),
                 "first half written, file closed",
             )
             # 2. dd of the whole file
             done = subprocess.run(
                 ["dd", f"if={raw}", f"of={path}", "bs=1M", "conv=notrunc"],
-                capture_output=True, text=True, timeout=180,
+                capture_output=True,
+                text=True,
+                timeout=180,
             )
             assert done.returncode == 0, done.stderr
             after = m.stats()

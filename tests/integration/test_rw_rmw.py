@@ -19,18 +19,32 @@ pytestmark = pytest.mark.mount
 
 ROWS = {
     # 16 KiB chunks of whole rows, 4-byte elements
-    "rows": dict(zarr_format=3, shape=(64, 1024), chunks=(4, 1024), dtype="<u4",
-                 compressors=zarr.codecs.ZstdCodec(level=1), fill_value=0),
+    "rows": dict(
+        zarr_format=3,
+        shape=(64, 1024),
+        chunks=(4, 1024),
+        dtype="<u4",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=0,
+    ),
     # sharded: 64 KiB shards of 8 inner chunks of 8 KiB, all whole rows
-    "shrows": dict(zarr_format=3, shape=(256, 512), chunks=(8, 512), shards=(64, 512),
-                   dtype="<u2", compressors=zarr.codecs.ZstdCodec(level=1), fill_value=0),
+    "shrows": dict(
+        zarr_format=3,
+        shape=(256, 512),
+        chunks=(8, 512),
+        shards=(64, 512),
+        dtype="<u2",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=0,
+    ),
 }
 CHUNK = {"rows": 16384, "shrows": 8192}  # bytes of one (inner) chunk
 
 
 def _setup(tmp_path, name):
-    store = rw_tools.make_store(tmp_path, name, ROWS[name], rng=np.random.default_rng(61),
-                                initial="full")
+    store = rw_tools.make_store(
+        tmp_path, name, ROWS[name], rng=np.random.default_rng(61), initial="full"
+    )
     return store, store.read_bytes()
 
 
@@ -41,8 +55,12 @@ def test_dd_of_whole_file_fetches_nothing(tmp_path):
     new.tofile(raw)
     with rw_tools.rw_mount(store, tag="rwrmw") as m:
         before = m.stats()
-        done = subprocess.run(["dd", f"if={raw}", f"of={m.p('rows')}", "bs=1M", "conv=notrunc"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["dd", f"if={raw}", f"of={m.p('rows')}", "bs=1M", "conv=notrunc"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         after = m.stats()
     assert after["store_gets"] == before["store_gets"], (before, after)

@@ -30,10 +30,15 @@ def test_load_in_flight_during_overwrite_and_fsync_is_not_cached(tmp_path):
     write (read-modify-write of C) must not store C's old bytes again."""
     width = 256 * 1024  # one chunk = one row = one O_DIRECT write request
     rows = 8
-    spec = dict(zarr_format=2, shape=(rows, width), chunks=(1, width), dtype="u1",
-                compressors=numcodecs.BZ2(level=9), fill_value=0)
-    store = rw_tools.make_store(tmp_path, "bz", spec, rng=np.random.default_rng(51),
-                                initial="full")
+    spec = dict(
+        zarr_format=2,
+        shape=(rows, width),
+        chunks=(1, width),
+        dtype="u1",
+        compressors=numcodecs.BZ2(level=9),
+        fill_value=0,
+    )
+    store = rw_tools.make_store(tmp_path, "bz", spec, rng=np.random.default_rng(51), initial="full")
     model = store.read_bytes()
     problems = []
     with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwstale") as m:
@@ -53,17 +58,21 @@ def test_load_in_flight_during_overwrite_and_fsync_is_not_cached(tmp_path):
                 reader.join()
                 got = os.pread(wfd, width, off)
                 if got != new:
-                    problems.append(f"chunk {r}: re-read after overwrite + fsync shows "
-                                    f"{np.count_nonzero(np.frombuffer(got, np.uint8) != 5 + r)}"
-                                    f" old bytes")
+                    problems.append(
+                        f"chunk {r}: re-read after overwrite + fsync shows "
+                        f"{np.count_nonzero(np.frombuffer(got, np.uint8) != 5 + r)}"
+                        f" old bytes"
+                    )
                 os.pwrite(wfd, b"\x01", off)  # read-modify-write of the chunk
                 model[off] = 1
                 os.fsync(wfd)
                 stored = store.read_bytes()[off : off + width]
                 if not np.array_equal(stored, model[off : off + width]):
-                    problems.append(f"chunk {r}: after a 1-byte write + fsync the store holds "
-                                    f"{np.count_nonzero(stored != model[off:off + width])} "
-                                    "bytes of the overwritten (older) content")
+                    problems.append(
+                        f"chunk {r}: after a 1-byte write + fsync the store holds "
+                        f"{np.count_nonzero(stored != model[off : off + width])} "
+                        "bytes of the overwritten (older) content"
+                    )
         finally:
             os.close(rfd)
             os.close(wfd)
@@ -79,10 +88,16 @@ def test_shard_reads_racing_with_write_backs_of_the_same_shard(tmp_path):
     values; afterwards the mount and the store must agree with the model, also after a
     read-modify-write of every inner chunk."""
     n, c, s = 256, 8, 128
-    spec = dict(zarr_format=3, shape=(n, n), chunks=(c, c), shards=(s, s), dtype="<u2",
-                compressors=zarr.codecs.ZstdCodec(level=1), fill_value=0)
-    store = rw_tools.make_store(tmp_path, "sh", spec, rng=np.random.default_rng(52),
-                                initial="full")
+    spec = dict(
+        zarr_format=3,
+        shape=(n, n),
+        chunks=(c, c),
+        shards=(s, s),
+        dtype="<u2",
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        fill_value=0,
+    )
+    store = rw_tools.make_store(tmp_path, "sh", spec, rng=np.random.default_rng(52), initial="full")
     model = store.read_bytes().view("<u2").reshape(n, n).copy()
     base = model.copy()
     grid = n // c

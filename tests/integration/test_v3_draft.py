@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import shared_dir
 from helpers import v3_fixtures as v3
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import assert_bytes_equal, read_file
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.mount
 DRY = v3.build_draft(None)
 ARRAY_PATHS = sorted(DRY.arrays)
 
-CONFORMANCE = Path("/work/shared/conformance/zarr_implementations")
+CONFORMANCE = shared_dir() / "conformance" / "zarr_implementations"
 ZARRITA = CONFORMANCE / "examples" / "zarrita.zr3"
 REFERENCE = CONFORMANCE / "data" / "reference_image.png"
 ZARRITA_ARRAYS = {"raw", "zlib", "gzip", "blosc/lz4"}

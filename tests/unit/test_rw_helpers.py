@@ -39,8 +39,9 @@ def test_unexplained_chunks_finds_mixed_chunks():
 
 
 def test_store_helpers_read_what_zarr_wrote(tmp_path):
-    store = rw_tools.make_store(tmp_path, "v2f", rw_tools.SPECS["v2f"], initial="full",
-                                rng=np.random.default_rng(3))
+    store = rw_tools.make_store(
+        tmp_path, "v2f", rw_tools.SPECS["v2f"], initial="full", rng=np.random.default_rng(3)
+    )
     arr = store.open()
     assert store.read_bytes().tobytes() == np.ascontiguousarray(arr[...]).tobytes()
     assert store.fill_bytes() == np.array([7], ">i4").tobytes()
