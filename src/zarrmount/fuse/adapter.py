@@ -11,9 +11,11 @@ import functools
 import logging
 import os
 
+import numpy as np
 import pyfuse3
 import trio
 
+from zarrmount.cache.buffers import aligned_empty
 from zarrmount.vfs import Attr, Filesystem, FsError
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,28 @@ def _name(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
+class ReplyBuffers:
+    """Reply buffers used again from request to request.
+
+    pyfuse3 sends a read's reply as soon as the handler returns, before any other task
+    runs; so once another read starts, every buffer returned before it has been sent.
+    """
+
+    SIZE = (1 << 20) + (1 << 16)  # the largest FUSE read, plus room for element rounding
+
+    def __init__(self) -> None:
+        self._free: list[np.ndarray] = []
+        self._sent: list[np.ndarray] = []
+
+    def take(self) -> np.ndarray:
+        self._free.extend(self._sent)
+        self._sent.clear()
+        return self._free.pop() if self._free else aligned_empty(self.SIZE)
+
+    def sent(self, buffer: np.ndarray) -> None:
+        self._sent.append(buffer)
+
+
 class Operations(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -73,6 +97,7 @@ class Operations(pyfuse3.Operations):
         self._dir_handles: dict[int, list] = {}
         self._next_dir_fh = 1
         self.initialized = trio.Event()
+        self._replies = ReplyBuffers()
 
     def init(self) -> None:
         """The kernel's INIT request arrived: the mount now answers requests."""
@@ -125,7 +150,11 @@ class Operations(pyfuse3.Operations):
 
     @_guard
     async def read(self, fh, off, size):
-        return await self.fs.read(fh, off, size)
+        buffer = self._replies.take()
+        try:
+            return await self.fs.read(fh, off, size, buffer)
+        finally:
+            self._replies.sent(buffer)  # from here on pyfuse3 replies without yielding
 
     @_guard
     async def write(self, fh, off, buf):

@@ -255,8 +255,14 @@ class ArrayFile:
             if int(np.ravel_multi_index(ends, shape)) < last:
                 self.cache.release((self.path, coords))
 
-    async def read(self, offset: int, size: int) -> memoryview | bytes:
-        """Bytes ``[offset, offset + size)`` of the file, short at the end of file."""
+    async def read(
+        self, offset: int, size: int, reply: np.ndarray | None = None
+    ) -> memoryview | bytes:
+        """Bytes ``[offset, offset + size)`` of the file, short at the end of file.
+
+        ``reply``, a page-aligned uint8 buffer the caller recycles, receives the bytes
+        when it is large enough (fresh memory per request is slow on these machines).
+        """
         end = min(offset + size, self.size)
         if offset >= end:
             return b""
@@ -267,7 +273,11 @@ class ArrayFile:
             self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
         plan = plan_read(self.meta.shape, self.meta.chunks, first, last)
         chunks, pinned = await self._chunks(list(plan))
-        out = aligned_empty((last - first) * isz).view(self._raw)
+        nbytes = (last - first) * isz
+        if reply is not None and reply.nbytes >= nbytes:
+            out = reply[:nbytes].view(self._raw)
+        else:
+            out = aligned_empty(nbytes).view(self._raw)
         try:
             for coords, copies in plan.items():
                 src = chunks[coords]

@@ -14,6 +14,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import trio
 
 from zarrmount.cache import BufferPool, ChunkCache
@@ -195,11 +196,13 @@ class Filesystem:
         self._handles[fh] = inode.array
         return fh
 
-    async def read(self, fh: int, offset: int, size: int) -> memoryview | bytes:
+    async def read(
+        self, fh: int, offset: int, size: int, reply: np.ndarray | None = None
+    ) -> memoryview | bytes:
         array = self._handles.get(fh)
         if array is None:
             raise FsError(errno.EBADF)
-        return await array.read(offset, size)
+        return await array.read(offset, size, reply)
 
     def _writable_handle(self, fh: int) -> WritableArrayFile:
         array = self._handles.get(fh)
