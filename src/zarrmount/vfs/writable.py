@@ -195,14 +195,15 @@ class WritableArrayFile(ArrayFile):
         """The new shard: dirty inner chunks encoded, the others copied from the old shard."""
         spec = self._sharding
         per_shard = spec.chunks_per_shard
-        old = await self.store.get(store_key)
+        dirty = {key[1] for key in keys}
+        # A shard whose inner chunks are all rewritten needs nothing of the old one.
+        old = None if len(dirty) == math.prod(per_shard) else await self.store.get(store_key)
         index = None
         if old is not None:
             index = await trio.to_thread.run_sync(
                 spec.decode_index, old[-spec.index_nbytes :] if spec.at_end
                 else old[: spec.index_nbytes]
             )
-        dirty = {key[1] for key in keys}
         pieces: dict[Coords, bytes] = {}
         for local in np.ndindex(*per_shard):
             coords = tuple(s * n + i for s, n, i in zip(shard, per_shard, local, strict=True))
