@@ -16,7 +16,6 @@ class StoreStats:
     sets: int = 0
     set_bytes: int = 0
     deletes: int = 0
-    lists: int = 0
     errors: int = 0
 
 
@@ -77,5 +76,4 @@ class AsyncStore:
 
     async def call(self, fn, *args):
         """Run another blocking function of the store layer (e.g. a hierarchy load)."""
-        self.stats.lists += 1
         return await self._run(fn, *args)
