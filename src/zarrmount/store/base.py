@@ -21,7 +21,7 @@ class Store(ABC):
     url: str
     remote = False  # remote stores get deadlines and more concurrent requests
     deadline_s = 0.0
-    lists = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
+    list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
 
     @abstractmethod
     def get(self, key: str) -> bytes | None:

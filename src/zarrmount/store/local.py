@@ -82,7 +82,7 @@ class LocalStore(Store):
             os.unlink(self._path(key))
 
     def list_dir(self, prefix: str) -> list[str]:
-        self.lists += 1
+        self.list_calls += 1
         try:
             return sorted(os.listdir(self._path(prefix)))
         except (FileNotFoundError, NotADirectoryError):

@@ -56,7 +56,7 @@ class FsspecStore(Store):
         self._call(key, self.fs.rm_file, self._path(key))
 
     def list_dir(self, prefix: str) -> list[str]:
-        self.lists += 1
+        self.list_calls += 1
         path = self._path(prefix)
         entries = self._call(prefix or "/", self.fs.ls, path, detail=False) or []
         base = path.rstrip("/")

@@ -290,7 +290,7 @@ class Filesystem:
             "uptime_s": int(time.monotonic() - self.started),
             "store_gets": s.gets,
             "store_get_bytes": s.get_bytes,
-            "store_lists": self.dialect.store.lists,
+            "store_lists": self.dialect.store.list_calls,
             "store_errors": s.errors,
             "store_sets": s.sets,
             "store_set_bytes": s.set_bytes,
