@@ -23,7 +23,8 @@ import zarr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
-import _bench as b  # noqa: E402
+import _bench_data as d  # noqa: E402
+import _bench_sys as b  # noqa: E402
 
 MOTO = """
 import sys, time
@@ -75,8 +76,13 @@ class LatencyProxy:
 
 
 def run(args, work: Path) -> list[str]:
-    moto = subprocess.Popen([sys.executable, "-c", MOTO], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    moto = subprocess.Popen(
+        [sys.executable, "-c", MOTO],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     proxy = None
     try:
         line = ""
@@ -86,22 +92,31 @@ def run(args, work: Path) -> list[str]:
                 raise b.BenchError("the moto S3 server did not start")
         port = int(line.split()[1])
         direct = f"http://127.0.0.1:{port}"
-        env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-               "AWS_DEFAULT_REGION": "us-east-1"}
+        env = {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
         os.environ.update(env)
         import s3fs
 
         fs = s3fs.S3FileSystem(endpoint_url=direct)
         fs.mkdir("bench")
-        spec = b.dataset_spec(args.size_gib)
-        rows, cols = spec["shape"]
+        rows, cols = d.rows_for(args.size_gib), d.NCOLS
         nbytes = rows * cols * 4
         url = "s3://bench/data.zarr"
-        arr = zarr.create_array(url, shape=(rows, cols), chunks=b.CHUNKS, dtype="<f4",
-                                compressors=b.compressor(), zarr_format=2, fill_value=0.0,
-                                storage_options={"endpoint_url": direct})
-        for r0 in range(0, rows, b.CHUNKS[0]):
-            arr[r0 : r0 + b.CHUNKS[0]] = b.generate_block(r0, min(rows, r0 + b.CHUNKS[0]))
+        arr = zarr.create_array(
+            url,
+            shape=(rows, cols),
+            chunks=d.CHUNKS,
+            dtype="<f4",
+            compressors=d.DATASETS[1].codec(),
+            zarr_format=2,
+            fill_value=0.0,
+            storage_options={"endpoint_url": direct},
+        )
+        for r0 in range(0, rows, d.CHUNKS[0]):
+            arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(r0, min(rows, r0 + d.CHUNKS[0]))
         proxy = LatencyProxy(port, args.latency_ms / 1000)
         slow = f"http://127.0.0.1:{proxy.port}"
         b.log(f"  uploaded {nbytes / 1e9:.2f} GB to moto; reading through +{args.latency_ms} ms")
@@ -109,13 +124,21 @@ def run(args, work: Path) -> list[str]:
         buf = __import__("mmap").mmap(-1, b.READ_SIZE)
         mount_r, zarr_r = [], []
         for rep in range(args.reps):
-            for which in (("mount", "zarr") if rep % 2 == 0 else ("zarr", "mount")):
+            for which in ("mount", "zarr") if rep % 2 == 0 else ("zarr", "mount"):
                 if which == "mount":
                     b.unmount(args.zarrmount, mnt)
                     mnt.mkdir(exist_ok=True)
-                    subprocess.run([args.zarrmount, url, str(mnt), "-o",
-                                    f"so.endpoint_url={slow},log={work / 'zarrmount.log'}"],
-                                   check=True, env={**os.environ, **env})
+                    subprocess.run(
+                        [
+                            args.zarrmount,
+                            url,
+                            str(mnt),
+                            "-o",
+                            f"so.endpoint_url={slow},log={work / 'zarrmount.log'}",
+                        ],
+                        check=True,
+                        env={**os.environ, **env},
+                    )
                     try:
                         dt = b.read_sequential(mnt / "array", buf, nbytes)
                     finally:
@@ -133,8 +156,11 @@ def run(args, work: Path) -> list[str]:
                     b.log(f"  remote zarr arr[:]                  {zarr_r[-1]:6.3f} GB/s")
         check = zarr.open_array(url, mode="r", storage_options={"endpoint_url": direct})
         b.unmount(args.zarrmount, mnt)
-        subprocess.run([args.zarrmount, url, str(mnt), "-o", f"so.endpoint_url={direct}"],
-                       check=True, env={**os.environ, **env})
+        subprocess.run(
+            [args.zarrmount, url, str(mnt), "-o", f"so.endpoint_url={direct}"],
+            check=True,
+            env={**os.environ, **env},
+        )
         try:
             row = rows // 2
             with open(mnt / "array", "rb") as f:
@@ -154,5 +180,7 @@ def run(args, work: Path) -> list[str]:
             except subprocess.TimeoutExpired:
                 moto.kill()
     m, z = statistics.median(mount_r), statistics.median(zarr_r)
-    return [f"remote S3 read (+{args.latency_ms} ms per request, v2 lz4 4 MiB chunks)  "
-            f"mount {m:.3f} GB/s  zarr-python {z:.3f} GB/s  ratio {m / z:.2f}x"]
+    return [
+        f"remote S3 read (+{args.latency_ms} ms per request, v2 lz4 4 MiB chunks)  "
+        f"mount {m:.3f} GB/s  zarr-python {z:.3f} GB/s  ratio {m / z:.2f}x"
+    ]

@@ -15,9 +15,10 @@ Box = tuple[tuple[int, ...], tuple[int, ...]]
 
 @dataclass(frozen=True)
 class Copy:
-    """Copy ``chunk[chunk_sel]`` into ``out[start:start + size].reshape(box)[box_sel]``."""
+    """Copy ``chunk[chunk_sel]`` into ``out[start:stop].reshape(box)[box_sel]``."""
 
     start: int
+    stop: int
     box: tuple[int, ...]
     box_sel: tuple[slice, ...]
     chunk_sel: tuple[slice, ...]
@@ -61,6 +62,7 @@ def plan_read(
     offset = 0
     for lo, hi in c_order_boxes(shape, start, stop):
         box = tuple(b - a for a, b in zip(lo, hi, strict=True))
+        size = math.prod(box)
         for coords in _product(_chunk_ranges(lo, hi, chunks)):
             box_sel = []
             chunk_sel = []
@@ -70,10 +72,42 @@ def plan_read(
                 box_sel.append(slice(s - a, e - a))
                 chunk_sel.append(slice(s - c0, e - c0))
             plan.setdefault(coords, []).append(
-                Copy(offset, box, tuple(box_sel), tuple(chunk_sel))
+                Copy(offset, offset + size, box, tuple(box_sel), tuple(chunk_sel))
             )
-        offset += math.prod(box)
+        offset += size
     return plan
+
+
+class Planner:
+    """``plan_read`` for one array, remembering plans by where a request falls in its slab.
+
+    A slab is one row of chunks along the first axis. Requests at the same place within
+    full slabs touch the same chunks but for the first coordinate, with the same copies,
+    so a sequential reader, whose requests repeat a few shapes, plans each shape once.
+    """
+
+    LIMIT = 1024
+
+    def __init__(self, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
+        self.shape, self.chunks = shape, chunks
+        self._slab = chunks[0] * math.prod(shape[1:]) if shape else 0
+        self._full = shape[0] // chunks[0] if shape else 0  # slabs with no edge on axis 0
+        self._plans: dict[tuple[int, int], dict[tuple[int, ...], list[Copy]]] = {}
+
+    def plan(self, start: int, stop: int) -> dict[tuple[int, ...], list[Copy]]:
+        slab = self._slab
+        if not slab or (stop - 1) // slab >= self._full:
+            return plan_read(self.shape, self.chunks, start, stop)
+        k = start // slab
+        key = (start - k * slab, stop - k * slab)
+        base = self._plans.get(key)
+        if base is None:
+            if len(self._plans) >= self.LIMIT:
+                self._plans.clear()
+            base = self._plans[key] = plan_read(self.shape, self.chunks, *key)
+        if k == 0:
+            return base
+        return {(c[0] + k, *c[1:]): copies for c, copies in base.items()}
 
 
 def _product(ranges: list[range]):

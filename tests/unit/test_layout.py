@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrmount.layout import c_order_boxes, plan_read
+from zarrmount.layout import Planner, c_order_boxes, plan_read
 
 
 @st.composite
@@ -22,13 +22,10 @@ def shapes_and_ranges(draw):
     return shape, chunks, start, stop
 
 
-@given(shapes_and_ranges())
-@settings(max_examples=400, deadline=None)
-def test_plan_reproduces_c_order_slice(case):
-    shape, chunks, start, stop = case
+def execute(plan, shape, chunks, start, stop) -> np.ndarray:
+    """Run a plan on the chunks of ``arange(prod(shape))``, as the read path does."""
     source = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     out = np.full(stop - start, -1, dtype=np.int64)
-    plan = plan_read(shape, chunks, start, stop)
     for coords, copies in plan.items():
         lo = [k * c for k, c in zip(coords, chunks, strict=True)]
         # A chunk as a decoder gives it: full chunk shape, edge padding included.
@@ -36,8 +33,36 @@ def test_plan_reproduces_c_order_slice(case):
         region = tuple(slice(a, min(a + c, s)) for a, c, s in zip(lo, chunks, shape, strict=True))
         chunk[tuple(slice(0, r.stop - r.start) for r in region)] = source[region]
         for c in copies:
-            out[c.start : c.start + math.prod(c.box)].reshape(c.box)[c.box_sel] = chunk[c.chunk_sel]
-    np.testing.assert_array_equal(out, source.reshape(-1)[start:stop])
+            assert c.stop - c.start == math.prod(c.box)
+            out[c.start : c.stop].reshape(c.box)[c.box_sel] = chunk[c.chunk_sel]
+    return out
+
+
+@given(shapes_and_ranges())
+@settings(max_examples=400, deadline=None)
+def test_plan_reproduces_c_order_slice(case):
+    shape, chunks, start, stop = case
+    out = execute(plan_read(shape, chunks, start, stop), shape, chunks, start, stop)
+    np.testing.assert_array_equal(out, np.arange(start, stop))
+
+
+@given(st.data())
+@settings(max_examples=200, deadline=None)
+def test_planner_reuses_plans_across_slabs(data):
+    """Requests at the same place in different slabs (and anywhere else) stay exact."""
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 9), min_size=ndim, max_size=ndim)))
+    chunks = tuple(data.draw(st.integers(1, s + 1)) for s in shape)
+    total = math.prod(shape)
+    planner = Planner(shape, chunks)
+    slab = chunks[0] * math.prod(shape[1:])
+    for _ in range(data.draw(st.integers(1, 8))):
+        start = data.draw(st.integers(0, total - 1))
+        stop = data.draw(st.integers(start + 1, total))
+        for shifted in (start, start % slab):  # the same request one or more slabs up
+            end = shifted + stop - start
+            out = execute(planner.plan(shifted, end), shape, chunks, shifted, end)
+            np.testing.assert_array_equal(out, np.arange(shifted, end))
 
 
 @given(shapes_and_ranges())

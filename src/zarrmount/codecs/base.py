@@ -61,6 +61,8 @@ class Pipeline(ABC):
     """Decodes one stored read unit (a chunk, or an inner chunk of a shard)."""
 
     sharding: ShardIndexSpec | None = None
+    # True when a chunk's stored bytes are its C-order bytes, so they need no decoding
+    passthrough: bool = False
 
     def __init__(self, meta: ArrayMeta) -> None:
         self.meta = meta

@@ -23,6 +23,7 @@ class V2Pipeline(Pipeline):
         compressor = meta.codecs.get("compressor")
         self.compressor = get_numcodec(compressor) if compressor else None
         self.filters = [get_numcodec(f) for f in meta.codecs.get("filters") or ()]
+        self.passthrough = not self.compressor and not self.filters and meta.order == "C"
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         if self.compressor is None:

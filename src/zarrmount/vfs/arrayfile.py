@@ -18,7 +18,7 @@ from zarrmount.codecs import ChunkDecodeError, Pipeline
 from zarrmount.codecs.base import raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
-from zarrmount.layout import chunks_touched, plan_read
+from zarrmount.layout import Planner, chunks_touched
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.errors import FsError
@@ -34,15 +34,17 @@ _NO_SHARD = np.empty(0, dtype=np.uint64)
 _local = threading.local()
 
 
-def _scratch(size: int) -> bytearray:
-    """This worker thread's buffer for stored chunk bytes, reused from read to read.
+def _scratch(size: int) -> np.ndarray:
+    """This worker thread's page-aligned buffer for stored chunk bytes, reused from read
+    to read (the kernel copies file data into misaligned memory several times slower).
 
     A larger one replaces it rather than growing it: views of the old one may live on
-    (in a traceback, say), and a bytearray with views cannot be resized.
+    (in a traceback, say).
     """
     scratch = getattr(_local, "scratch", None)
-    if scratch is None or len(scratch) < size:
-        scratch = _local.scratch = bytearray(max(size, 2 * len(scratch or b"")))
+    if scratch is None or scratch.nbytes < size:
+        grown = 2 * scratch.nbytes if scratch is not None else 0
+        scratch = _local.scratch = aligned_empty(max(size, grown))
     return scratch
 
 
@@ -83,6 +85,9 @@ class ArrayFile:
         self._prefix = node.data_prefix
         self._sharding = pipeline.sharding
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
+        self._planner = Planner(meta.shape, meta.chunks)
+        # flat C-order index steps of each axis, for where a chunk's last element lies
+        self._steps = [math.prod(meta.shape[i + 1 :]) for i in range(len(meta.shape))]
         self.background = background
         self.pool = pool
         # Units (chunks, or shards) being written back, and how often each was rewritten:
@@ -104,8 +109,23 @@ class ArrayFile:
         return Loaded(chunk.view(self._raw), chunk.nbytes, buffer)
 
     def _read_decode(self, key: str) -> tuple[Loaded | None, int | None]:
-        """Local stores, in one worker thread: read into this thread's scratch, decode."""
-        raw = self.store.store.read_into(key, _scratch)
+        """Local stores, in one worker thread: read into this thread's scratch, decode;
+        chunks stored as they are read go straight into their pool buffer instead."""
+        nbytes = self.meta.chunk_nbytes
+        buffer = self.pool.take(nbytes) if self.pipeline.passthrough else None
+        direct: list[bool] = []
+
+        def target(size: int) -> np.ndarray:
+            if buffer is not None and size == nbytes:
+                direct.append(True)
+                return buffer
+            return _scratch(size)
+
+        raw = self.store.store.read_into(key, target)
+        if direct and raw is not None and len(raw) == nbytes:
+            return Loaded(buffer.view(self._raw).reshape(self.meta.chunks), nbytes, buffer), nbytes
+        if buffer is not None:
+            self.pool.give(buffer)
         if raw is None:
             return None, None
         return self._decode_into(raw), len(raw)
@@ -249,10 +269,12 @@ class ArrayFile:
     def _drop_behind(self, plan: dict, last: int) -> None:
         """A streaming reader never comes back (the page cache serves rereads): give the
         buffers of chunks it has read to the end back to the pool, while they are warm."""
-        shape, chunks = self.meta.shape, self.meta.chunks
+        shape, chunks, steps = self.meta.shape, self.meta.chunks, self._steps
         for coords in plan:
-            ends = [min((c + 1) * n, s) - 1 for c, n, s in zip(coords, chunks, shape, strict=True)]
-            if int(np.ravel_multi_index(ends, shape)) < last:
+            end = 0
+            for c, n, s, step in zip(coords, chunks, shape, steps, strict=True):
+                end += (min((c + 1) * n, s) - 1) * step
+            if end < last:
                 self.cache.release((self.path, coords))
 
     async def read(
@@ -271,7 +293,7 @@ class ArrayFile:
         ahead = self._read_ahead.observe(offset, end)
         if ahead is not None:
             self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
-        plan = plan_read(self.meta.shape, self.meta.chunks, first, last)
+        plan = self._planner.plan(first, last)
         chunks, pinned = await self._chunks(list(plan))
         nbytes = (last - first) * isz
         if reply is not None and reply.nbytes >= nbytes:
@@ -282,8 +304,7 @@ class ArrayFile:
             for coords, copies in plan.items():
                 src = chunks[coords]
                 for c in copies:
-                    dest = out[c.start : c.start + math.prod(c.box)].reshape(c.box)
-                    dest[c.box_sel] = src[c.chunk_sel]
+                    out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]
         finally:
             self._unpin(pinned)
         if self._read_ahead.sequential:

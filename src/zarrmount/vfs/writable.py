@@ -124,7 +124,7 @@ class WritableArrayFile(ArrayFile):
         for coords, copies in plan_read(self.meta.shape, self.meta.chunks, first, last).items():
             chunk = await self._writable(coords, copies)
             for c in copies:
-                chunk[c.chunk_sel] = src[c.start : c.start + math.prod(c.box)].reshape(c.box)[
+                chunk[c.chunk_sel] = src[c.start : c.stop].reshape(c.box)[
                     c.box_sel
                 ]
             self.cache.put_dirty((self.path, coords), chunk, chunk.nbytes, self)
