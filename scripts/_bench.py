@@ -108,7 +108,13 @@ class Run:
         region = min(self.nbytes, 256 << 20)
         rng = random.Random(20261122)
         self.offsets = [rng.randrange(region // 4096) * 4096 for _ in range(RANDOM_READS)]
-        self.region_chunks = range(0, region, CHUNKS[1] * DTYPE.itemsize * CHUNKS[0])
+        # one file offset in each chunk of the region: its first row, one chunk column each
+        rowbytes = NCOLS * DTYPE.itemsize
+        self.region_chunks = [
+            (r * rowbytes + c * DTYPE.itemsize)
+            for r in range(0, region // rowbytes, CHUNKS[0])
+            for c in range(0, NCOLS, CHUNKS[1])
+        ]
 
     def record(self, variant: str, metric: str, value: float | None) -> None:
         if value is not None:

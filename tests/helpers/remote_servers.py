@@ -599,10 +599,11 @@ class FaultProxy:
             req.send_header(k, v)
         if req.command != "HEAD":
             req.send_header("Content-Length", str(len(data)))
-        req.end_headers()
         if req.command == "HEAD":
-            self._log(req, str(resp.status))
+            self._log(req, str(resp.status))  # before the client can see the answer
+            req.end_headers()
             return
+        req.end_headers()
         if rule is not None and rule.mode == "reset":
             part = data[: int(len(data) * rule.fraction)]
             self._log(req, "reset", len(part))

@@ -100,6 +100,22 @@ def test_second_pass_fetches_nothing(source):
     assert fs.stats()["cache_hits"] > 0
 
 
+def test_warm_up_readies_root_arrays_without_fetching_chunks(source):
+    store, fs = make_fs(source)
+    expected = oracle(source, "a")
+    chunk_nbytes = 4 * 6 * 3 * 2  # a's chunks (4, 6, 3) of int16
+
+    async def main():
+        await fs.warm_up()
+        names = {key.rsplit("/", 1)[-1] for key in store.gets}
+        assert all(n.startswith(".") or n == "zarr.json" for n in names)  # no chunk read
+        assert fs.pool.held >= chunk_nbytes  # buffers ready for a's first reads
+        fh = await open_path(fs, "a")
+        return bytes(await fs.read(fh, 0, len(expected)))
+
+    assert trio.run(main) == expected
+
+
 def test_each_chunk_fetched_once_under_concurrency(source):
     store, fs = make_fs(source)
 

@@ -52,6 +52,7 @@ async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
                     set_read_ahead, mountpoint, ops.fs.options.read_ahead_kb
                 )
             ready.ready()
+            await fs.warm_up()
 
         nursery.start_soon(stop_on_signal)
         nursery.start_soon(announce)

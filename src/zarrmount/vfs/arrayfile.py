@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import math
 import threading
@@ -32,6 +33,9 @@ _NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
 _local = threading.local()
+# Chunk buffers made ready for an array's first read: a first request of a streaming
+# reader touches one row of chunks, often four to sixteen.
+WARM_CHUNKS = 16
 
 
 def _scratch(size: int) -> np.ndarray:
@@ -94,6 +98,42 @@ class ArrayFile:
         # only writable files fill these, but readers of shards must respect them.
         self._busy: dict[tuple[int, ...], trio.Event] = {}
         self._generation: dict[tuple[int, ...], int] = {}
+
+    async def warm_up(self, budget: int) -> int:
+        """Put up to ``WARM_CHUNKS`` chunk buffers, within ``budget`` bytes, in the pool,
+        and run the codecs once in each decoding thread, its scratch buffer made; returns
+        the bytes given. Failures only cost the warm start."""
+        nbytes = self.meta.chunk_nbytes
+        count = min(budget // nbytes, WARM_CHUNKS)
+        if count < 1:
+            return 0
+        threads = int(self.decode_limiter.total_tokens)
+        try:
+            async with trio.open_nursery() as nursery:
+                for i in range(threads):
+                    share = count // threads + (i < count % threads)
+                    nursery.start_soon(
+                        functools.partial(
+                            trio.to_thread.run_sync,
+                            self._warm_up,
+                            share,
+                            limiter=self.decode_limiter,
+                        )
+                    )
+        except Exception as e:  # never worth more than a line: reads will meet it again
+            log.debug("warm-up of %r: %s", self.path, e)
+        return count * nbytes
+
+    def _warm_up(self, count: int) -> None:
+        nbytes = self.meta.chunk_nbytes
+        buffers = [self.pool.take(nbytes) for _ in range(count)]
+        try:
+            _scratch(nbytes)
+            if self._sharding is None and buffers:
+                self.pipeline.decode(self.pipeline.encode(self._fill), buffers[0])
+        finally:
+            for buffer in buffers:
+                self.pool.give(buffer)
 
     async def _idle(self, unit: tuple[int, ...]) -> None:
         while (event := self._busy.get(unit)) is not None:

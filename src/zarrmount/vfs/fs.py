@@ -105,8 +105,15 @@ class Filesystem:
     def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
         if isinstance(node, ArrayNode):
             assert pipeline is not None
-            args = (node, pipeline, self.store, self.cache, self.decode_limiter, self.background,
-                    self.pool)
+            args = (
+                node,
+                pipeline,
+                self.store,
+                self.cache,
+                self.decode_limiter,
+                self.background,
+                self.pool,
+            )
             if self.options.read_only:
                 array = ArrayFile(*args)
             else:
@@ -186,9 +193,7 @@ class Filesystem:
         inode = self._inode(ino)
         if inode.is_dir:
             raise FsError(errno.EISDIR)
-        if self.options.read_only and (
-            flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
-        ):
+        if self.options.read_only and (flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC):
             raise FsError(errno.EROFS)
         # O_TRUNC is accepted and changes nothing: the size is the array's (see README).
         fh = self._next_fh
@@ -252,6 +257,24 @@ class Filesystem:
                 failed += 1
                 log.error("%s: %s", array.path, e)
         return failed
+
+    async def warm_up(self) -> None:
+        """Once mounted: list the root, and ready each array found there for its first
+        read (codecs run once, a few chunk buffers in the pool), within a sixteenth of
+        the cache. A first read costs a few chunk decodes; on these machines the first
+        decode in a process and fresh buffers would double that. Not for remote stores:
+        there the network sets the first read's latency, and a listing costs requests."""
+        if self.store.store.remote:
+            return
+        budget = self.options.cache_size // 16
+        try:
+            children = await self._children(self._inode(ROOT_INODE))
+        except FsError:
+            return  # logged; the first lookup will try again
+        for ino in children.values():
+            array = self._inodes[ino].array
+            if array is not None and budget > 0:
+                budget -= await array.warm_up(budget)
 
     async def write_back_idle(self, delay: float) -> None:
         """Forever: store chunks that stayed dirty for ``delay`` seconds.
