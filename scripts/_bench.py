@@ -110,10 +110,12 @@ class Run:
         self.offsets = [rng.randrange(region // 4096) * 4096 for _ in range(RANDOM_READS)]
         # one file offset in each chunk of the region: its first row, one chunk column each
         rowbytes = NCOLS * DTYPE.itemsize
+        # (column by column: reads that follow each other would look sequential, and the
+        # prefetch they start would still run during the timed reads)
         self.region_chunks = [
             (r * rowbytes + c * DTYPE.itemsize)
-            for r in range(0, region // rowbytes, CHUNKS[0])
             for c in range(0, NCOLS, CHUNKS[1])
+            for r in range(0, region // rowbytes, CHUNKS[0])
         ]
 
     def record(self, variant: str, metric: str, value: float | None) -> None:
