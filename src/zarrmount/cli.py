@@ -35,9 +35,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Mount a Zarr hierarchy: groups as directories, arrays as raw C-order files.",
     )
     p.add_argument("args", nargs="*", help="SOURCE MOUNTPOINT, or MOUNTPOINT with -u")
-    p.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
-                   help="mount options: ro, cache_size=SIZE, allow_other, uid=, gid=, umask=, "
-                        "log=PATH")
+    p.add_argument(
+        "-o",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="OPT[,OPT...]",
+        help="mount options: ro, cache_size=SIZE, allow_other, uid=, gid=, umask=, log=PATH",
+    )
     p.add_argument("-f", dest="foreground", action="store_true", help="stay in the foreground")
     p.add_argument("-d", dest="debug", action="store_true", help="log debug detail")
     p.add_argument("-u", dest="unmount", action="store_true", help="flush and unmount")
@@ -124,20 +129,37 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     if "://" not in source and "::" not in source:
         source = os.path.abspath(source)  # the daemon runs in /
     read_fd, write_fd = os.pipe()
-    cmd = [sys.executable, "-m", "zarrmount", source, mountpoint, "-f",
-           "--options-json", options.to_json(), "--ready-fd", str(write_fd)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "zarrmount",
+        source,
+        mountpoint,
+        "-f",
+        "--options-json",
+        options.to_json(),
+        "--ready-fd",
+        str(write_fd),
+    ]
     if args.debug:
         cmd.append("-d")
     with open(os.devnull, "r+b") as null:
-        proc = subprocess.Popen(cmd, stdin=null, stdout=null, stderr=null,
-                                pass_fds=(write_fd,), start_new_session=True, cwd="/")
+        proc = subprocess.Popen(
+            cmd,
+            stdin=null,
+            stdout=null,
+            stderr=null,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            cwd="/",
+        )
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as pipe:
         line = pipe.readline().decode(errors="replace").strip()
     if line == "ok":
         return 0
     if line.startswith("error: "):
-        raise CommandError(line[len("error: "):])
+        raise CommandError(line[len("error: ") :])
     status = proc.wait()
     raise CommandError(f"the mount daemon exited with status {status} before the mount was live")
 

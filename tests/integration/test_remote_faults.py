@@ -92,8 +92,11 @@ def _assert_normal_read(m, ints: bytes) -> None:
 
 
 def _log_lines(m, needle: str, level: str | None = None) -> list[str]:
-    return [line for line in m.read_log().splitlines()
-            if needle in line and (level is None or f" {level} " in line)]
+    return [
+        line
+        for line in m.read_log().splitlines()
+        if needle in line and (level is None or f" {level} " in line)
+    ]
 
 
 # -- transient errors ----------------------------------------------------------------
@@ -165,8 +168,7 @@ def test_reset_mid_body_of_range_requests(s3_data, fault):
     """Resets on the range requests of a sharded array (index and inner chunks)."""
     with mounted(s3_data.v3, _opts(fault, 10), tag="fresetsh") as m:
         rule = fault.set("reset", r"/v3\.zarr/sub/sharded/c/0/0$", count=4)
-        want = expected_bytes(s3_data.oracle(s3_data.v3), "v3", "sub/sharded",
-                              m.p("sub/sharded"))
+        want = expected_bytes(s3_data.oracle(s3_data.v3), "v3", "sub/sharded", m.p("sub/sharded"))
         assert read_all(m.p("sub/sharded")) == want
         assert rule.applied == 4
         assert all(r.range for r in fault.requests if r.outcome == "reset")
@@ -234,15 +236,21 @@ def test_403_on_child_metadata_is_named_in_the_log(s3_data, fault):
 def test_root_metadata_errors_fail_the_mount_fast(s3_data, fault, case):
     if case == "403":
         source = s3_data.v2
-        fault.set("status", r"/v2\.zarr/(zarr\.json|\.zarray|\.zgroup)$", status=403,
-                  methods=("GET", "HEAD"))
+        fault.set(
+            "status",
+            r"/v2\.zarr/(zarr\.json|\.zarray|\.zgroup)$",
+            status=403,
+            methods=("GET", "HEAD"),
+        )
         needle = "zarr.json"
     else:
         source = s3_data.v2.replace("v2.zarr", "no-such.zarr")
         needle = "no Zarr metadata"
     t0 = time.monotonic()
-    with pytest.raises(mounting.MountFailed) as e, mounted(source, _opts(fault, 10),
-                                                           tag="froot", timeout=20):
+    with (
+        pytest.raises(mounting.MountFailed) as e,
+        mounted(source, _opts(fault, 10), tag="froot", timeout=20),
+    ):
         pass
     took = time.monotonic() - t0
     assert "exited with status" in str(e.value), str(e.value)
@@ -252,8 +260,13 @@ def test_root_metadata_errors_fail_the_mount_fast(s3_data, fault, case):
 
 def test_transient_errors_on_root_metadata_at_mount(s3_data, fault):
     """The root metadata fails twice with 500: the mount retries and comes up."""
-    rule = fault.set("status", r"/v2\.zarr/(zarr\.json|\.zarray|\.zgroup)$", status=500,
-                     code="InternalError", count=2)
+    rule = fault.set(
+        "status",
+        r"/v2\.zarr/(zarr\.json|\.zarray|\.zgroup)$",
+        status=500,
+        code="InternalError",
+        count=2,
+    )
     t0 = time.monotonic()
     with mounted(s3_data.v2, _opts(fault, 5, NO_BACKEND_RETRIES), tag="frootretry") as m:
         assert time.monotonic() - t0 < 5
@@ -269,13 +282,18 @@ def test_failed_write_back_fails_fsync_and_is_retried(s3, fault):
     from helpers.remote_servers import BUCKET, zarr_s3_store
 
     url = f"s3://{BUCKET}/rwfault/v3.zarr"
-    zarr.create_array(zarr_s3_store(url, s3.url), shape=(40,), chunks=(10,), dtype="<i4",
-                      zarr_format=3, fill_value=0)
+    zarr.create_array(
+        zarr_s3_store(url, s3.url),
+        shape=(40,),
+        chunks=(10,),
+        dtype="<i4",
+        zarr_format=3,
+        fill_value=0,
+    )
     data = np.arange(1, 41, dtype="<i4")
     timeout = 2
     with mounted(url, ["rw", *_opts(fault, timeout, NO_BACKEND_RETRIES)], tag="frw") as m:
-        fault.set("status", r"/rwfault/", status=503, code="ServiceUnavailable",
-                  methods=("PUT",))
+        fault.set("status", r"/rwfault/", status=503, code="ServiceUnavailable", methods=("PUT",))
         fd = os.open(m.p("array"), os.O_RDWR)
         try:
             assert os.pwrite(fd, data.tobytes(), 0) == data.nbytes
@@ -307,7 +325,8 @@ def test_stall_abandoned_within_the_timeout_direct_io(s3_data, fault, ints):
         rule = fault.set("stall", CHUNK_1_0)
         box: list = []
         reader = threading.Thread(
-            target=lambda: box.append(_timed_pread(m, "ints", CHUNK_1_0_OFFSET, 100)))
+            target=lambda: box.append(_timed_pread(m, "ints", CHUNK_1_0_OFFSET, 100))
+        )
         reader.start()
         assert _wait(lambda: rule.applied >= 1, 5), "the stalled request never arrived"
         t0 = time.monotonic()
@@ -323,10 +342,14 @@ def test_stall_abandoned_within_the_timeout_direct_io(s3_data, fault, ints):
         _assert_normal_read(m, ints)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "implementation: with the page cache (the default) the kernel sends the failed read "
-    "again at once and the daemon waits a full deadline for it too: EIO after about "
-    "2 x (timeout + 1) s (8.7 s for timeout=3; 4.7 s with direct_io)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "implementation: with the page cache (the default) the kernel sends the failed read "
+        "again at once and the daemon waits a full deadline for it too: EIO after about "
+        "2 x (timeout + 1) s (8.7 s for timeout=3; 4.7 s with direct_io)"
+    ),
+)
 def test_stall_read_fails_within_about_the_timeout(s3_data, fault, ints):
     """Default mount options: a plain read of a stalled chunk fails with EIO within about
     the timeout plus a few seconds."""
@@ -355,18 +378,26 @@ def test_stall_on_a_group_listing(s3_data, fault):
         m.assert_alive()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "implementation: metadata reads at mount time have no deadline: with the root "
-    "metadata stalled the daemon neither mounts nor fails (observed > 120 s with "
-    "timeout=3; s3fs read_timeout 15 s x retries)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "implementation: metadata reads at mount time have no deadline: with the root "
+        "metadata stalled the daemon neither mounts nor fails (observed > 120 s with "
+        "timeout=3; s3fs read_timeout 15 s x retries)"
+    ),
+)
 def test_stall_on_root_metadata_fails_the_mount_within_the_timeout(s3_data, fault):
     timeout = 2
     fault.set("stall", r"/v2\.zarr/(zarr\.json|\.zarray|\.zgroup)$", methods=("GET", "HEAD"))
     mnt = mounting.new_mountpoint("fstallroot")
-    args = [mounting.zarrmount_exe(), s3_data.v2, mnt, "-f", "-o",
-            ",".join(_opts(fault, timeout))]
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    args = [mounting.zarrmount_exe(), s3_data.v2, mnt, "-f", "-o", ",".join(_opts(fault, timeout))]
+    proc = subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         t0 = time.monotonic()
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -48,8 +48,9 @@ def _oracle(root, name):
 def _check(m, oracle, kind, names):
     for name in names:
         path = m.p(name)
-        assert_bytes_equal(read_all(path), expected_bytes(oracle, kind, name, path),
-                           np.dtype(oracle[name].dtype))
+        assert_bytes_equal(
+            read_all(path), expected_bytes(oracle, kind, name, path), np.dtype(oracle[name].dtype)
+        )
 
 
 def test_v3_consolidated_over_http(site):
@@ -67,16 +68,22 @@ def test_v3_consolidated_over_http(site):
         m.assert_alive()
     # the sharded arrays were read with ranges (206) only: never a whole shard
     shard = re.compile(r"/sub/(sharded|sparse_sharded)/c/\d+/\d+$")
-    shard_gets = [r for r in server.requests
-                  if r.method == "GET" and shard.search(r.path) and r.outcome != "404"]
+    shard_gets = [
+        r
+        for r in server.requests
+        if r.method == "GET" and shard.search(r.path) and r.outcome != "404"
+    ]
     assert shard_gets
     assert all(r.range and r.outcome == "206" for r in shard_gets), shard_gets
     pairs = [(r.path, r.range) for r in shard_gets]
     assert len(pairs) == len(set(pairs)), "a byte range was fetched twice"
     # shards never written are 404s on the wire and the fill value in the file
     missing = {r.path for r in server.requests if r.outcome == "404"}
-    assert {p.rsplit("/sparse_sharded/", 1)[-1] for p in missing
-            if "/sparse_sharded/" in p} == {"c/0/1", "c/1/0", "c/1/1"}, missing
+    assert {p.rsplit("/sparse_sharded/", 1)[-1] for p in missing if "/sparse_sharded/" in p} == {
+        "c/0/1",
+        "c/1/0",
+        "c/1/1",
+    }, missing
 
 
 def test_v2_zmetadata_over_http(site):
@@ -87,12 +94,18 @@ def test_v2_zmetadata_over_http(site):
         _check(m, _oracle(root, "v2.zarr"), "v2", V2_ARRAYS)
         assert m.stats()["store_lists"] == 0
     # v2/sparse has 9 chunks of which 2 were written: the others are absent (404 -> fill)
-    sparse = [r for r in server.requests if re.search(r"/v2\.zarr/sparse/\d+\.\d+$", r.path)
-              and r.method == "GET"]
+    sparse = [
+        r
+        for r in server.requests
+        if re.search(r"/v2\.zarr/sparse/\d+\.\d+$", r.path) and r.method == "GET"
+    ]
     assert {r.outcome for r in sparse} == {"200", "404"}
     # metadata came from .zmetadata: no .zarray/.zgroup of a child was fetched
-    assert not [r.path for r in server.requests
-                if re.search(r"/v2\.zarr/.+/\.z(array|group|attrs)$", r.path)]
+    assert not [
+        r.path
+        for r in server.requests
+        if re.search(r"/v2\.zarr/.+/\.z(array|group|attrs)$", r.path)
+    ]
 
 
 def test_random_preads_over_http(site):
@@ -117,17 +130,23 @@ def test_missing_source_fails_fast(site):
     from helpers.mounting import MountFailed
 
     _, server = site
-    with pytest.raises(MountFailed) as e, mounted(f"{server.url}/nothing.zarr",
-                                                  ["timeout=5"], tag="http404", timeout=10):
+    with (
+        pytest.raises(MountFailed) as e,
+        mounted(f"{server.url}/nothing.zarr", ["timeout=5"], tag="http404", timeout=10),
+    ):
         pass
     assert "exited" in str(e.value)
     assert "nothing.zarr" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "implementation: an http:// source is read-only, yet '-o rw' mounts it writable: "
-    "pwrite succeeds, fsync fails with EIO only after '501 Unsupported method' was retried "
-    "(as transient) until the timeout: written data that can never be stored is accepted"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "implementation: an http:// source is read-only, yet '-o rw' mounts it writable: "
+        "pwrite succeeds, fsync fails with EIO only after '501 Unsupported method' was retried "
+        "(as transient) until the timeout: written data that can never be stored is accepted"
+    ),
+)
 def test_http_source_is_read_only(site):
     """Writing to an HTTP source must fail up front: the mount refuses ``-o rw`` or opening
     an array for writing fails with EROFS (never an accepted write that cannot be stored)."""

@@ -123,12 +123,25 @@ class _Boto(Exception):
         self.response = {"ResponseMetadata": {"HTTPStatusCode": status}}
 
 
-@pytest.mark.parametrize("error,transient", [
-    (ConnectionResetError(), True), (TimeoutError(), True), (OSError("?"), True),
-    (_Status(500), True), (_Status(503), True), (_Status(429), True), (_Status(408), True),
-    (_Boto(503), True), (_Status(403), False), (_Status(404), False), (_Boto(403), False),
-    (_Status(400), False), (FileNotFoundError(), False), (PermissionError(), False),
-])
+@pytest.mark.parametrize(
+    "error,transient",
+    [
+        (ConnectionResetError(), True),
+        (TimeoutError(), True),
+        (OSError("?"), True),
+        (_Status(500), True),
+        (_Status(503), True),
+        (_Status(429), True),
+        (_Status(408), True),
+        (_Boto(503), True),
+        (_Status(403), False),
+        (_Status(404), False),
+        (_Boto(403), False),
+        (_Status(400), False),
+        (FileNotFoundError(), False),
+        (PermissionError(), False),
+    ],
+)
 def test_is_transient(error, transient):
     assert is_transient(error) is transient
 
@@ -227,7 +240,9 @@ def test_storage_options_and_remote_options():
     o.apply('so.config_kwargs={"retries":{"max_attempts":0}}')
     o.apply("so.n=6,timeout=2.5,max_fetches=3")
     assert o.storage_options == {
-        "endpoint_url": "http://127.0.0.1:9000", "anon": True, "n": 6,
+        "endpoint_url": "http://127.0.0.1:9000",
+        "anon": True,
+        "n": 6,
         "config_kwargs": {"retries": {"max_attempts": 0}},
     }
     assert o.timeout == 2.5 and o.max_fetches == 3
@@ -249,8 +264,9 @@ def mem_hierarchies(tmp_path, mem_root):
         "plain": rng.standard_normal((20, 9)),
     }
     g = zarr.open_group(str(tmp_path / "v3"), mode="w", zarr_format=3)
-    g.create_array("sub/sharded", shape=(50, 70), chunks=(8, 8), shards=(32, 32),
-                   dtype="<u2")[:] = data["sharded"]
+    g.create_array("sub/sharded", shape=(50, 70), chunks=(8, 8), shards=(32, 32), dtype="<u2")[
+        :
+    ] = data["sharded"]
     g.create_array("plain", shape=(20, 9), chunks=(7, 4), dtype="<f8")[:] = data["plain"]
     import warnings
 
@@ -259,8 +275,7 @@ def mem_hierarchies(tmp_path, mem_root):
         zarr.consolidate_metadata(str(tmp_path / "v3"))
     for name, consolidated in (("v2c", True), ("v2", False)):
         g2 = zarr.open_group(str(tmp_path / name), mode="w", zarr_format=2)
-        g2.create_array("sub/plain", shape=(20, 9), chunks=(7, 4),
-                        dtype="<f8")[:] = data["plain"]
+        g2.create_array("sub/plain", shape=(20, 9), chunks=(7, 4), dtype="<f8")[:] = data["plain"]
         if consolidated:
             zarr.consolidate_metadata(str(tmp_path / name))
     fs = fsspec.filesystem("memory")

@@ -39,8 +39,9 @@ class AsyncStore:
                 )
         except trio.TooSlowError:
             self.stats.errors += 1
-            raise StoreError(f"no answer from {self.store.url} within "
-                             f"{self.store.deadline_s:g} s") from None
+            raise StoreError(
+                f"no answer from {self.store.url} within {self.store.deadline_s:g} s"
+            ) from None
         except Exception:
             self.stats.errors += 1
             raise

@@ -35,8 +35,16 @@ def _status(error: BaseException) -> int | None:
 
 
 def is_transient(error: BaseException) -> bool:
-    if isinstance(error, FileNotFoundError | PermissionError | IsADirectoryError |
-                  NotADirectoryError | ValueError | TypeError | KeyError):
+    if isinstance(
+        error,
+        FileNotFoundError
+        | PermissionError
+        | IsADirectoryError
+        | NotADirectoryError
+        | ValueError
+        | TypeError
+        | KeyError,
+    ):
         return False
     status = _status(error)
     if status is not None:
