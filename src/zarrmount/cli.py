@@ -84,8 +84,14 @@ def _check_mountpoint(mountpoint: str) -> None:
 
 
 def _open(source: str, options: MountOptions):
+    """The hierarchy at ``source``; every store request has ``options.timeout`` to answer."""
     try:
         store = open_store(source, options.storage_options, options.timeout)
+        if not options.read_only and store.read_only_reason:
+            # Refused up front: better than accepting writes that can never be stored.
+            raise CommandError(
+                f"cannot mount {source} with -o rw: {store.read_only_reason} (mount it with -o ro)"
+            )
         return hierarchy.open_hierarchy(store)
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {source}: {e}") from None

@@ -139,14 +139,6 @@ def test_missing_source_fails_fast(site):
     assert "nothing.zarr" in str(e.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "implementation: an http:// source is read-only, yet '-o rw' mounts it writable: "
-        "pwrite succeeds, fsync fails with EIO only after '501 Unsupported method' was retried "
-        "(as transient) until the timeout: written data that can never be stored is accepted"
-    ),
-)
 def test_http_source_is_read_only(site):
     """Writing to an HTTP source must fail up front: the mount refuses ``-o rw`` or opening
     an array for writing fails with EROFS (never an accepted write that cannot be stored)."""

@@ -140,6 +140,11 @@ class _Boto(Exception):
         (_Status(400), False),
         (FileNotFoundError(), False),
         (PermissionError(), False),
+        (_Status(502), True),
+        (_Status(501), False),
+        (_Status(505), False),
+        (_Boto(501), False),
+        (NotImplementedError(), False),
     ],
 )
 def test_is_transient(error, transient):
@@ -149,7 +154,7 @@ def test_is_transient(error, transient):
 def test_with_retries_until_success():
     left = [4]
 
-    def fn():
+    def fn(_left):
         left[0] -= 1
         if left[0] > 0:
             raise _Status(503)
@@ -162,8 +167,8 @@ def test_with_retries_until_success():
 def test_with_retries_gives_up_at_the_deadline():
     calls = []
 
-    def fn():
-        calls.append(time.monotonic())
+    def fn(left):
+        calls.append((time.monotonic(), left))
         raise ConnectionResetError("reset")
 
     t0 = time.monotonic()
@@ -171,12 +176,15 @@ def test_with_retries_gives_up_at_the_deadline():
         with_retries(fn, "k", deadline_s=0.5)
     took = time.monotonic() - t0
     assert took < 0.6 and len(calls) >= 3
+    # each try is told the time left of the deadline, what a cancellable backend needs
+    for at, left in calls:
+        assert 0 <= left <= 0.5 and abs((t0 + 0.5 - at) - left) < 0.05
 
 
 def test_with_retries_permanent_at_once():
     calls = []
 
-    def fn():
+    def fn(_left):
         calls.append(1)
         raise _Boto(403)
 
@@ -195,11 +203,11 @@ class _HangingStore(Store):
         self.deadline_s = deadline_s
         self.release = threading.Event()
 
-    def get(self, key):
+    def get(self, key, *, deadline_s=None):
         self.release.wait(30)
         return b"late"
 
-    def get_range(self, key, start, length):
+    def get_range(self, key, start, length, *, deadline_s=None):
         return self.get(key)
 
     def set(self, key, value):
@@ -299,13 +307,13 @@ class _CountingFsspecStore(FsspecStore):
     def listings(self) -> int:
         return sum(1 for c in self.calls if c[0] == "list")
 
-    def get(self, key):
+    def get(self, key, *, deadline_s=None):
         self.calls.append(("get", key))
-        return super().get(key)
+        return super().get(key, deadline_s=deadline_s)
 
-    def get_range(self, key, start, length):
+    def get_range(self, key, start, length, *, deadline_s=None):
         self.calls.append(("range", key, start, length))
-        return super().get_range(key, start, length)
+        return super().get_range(key, start, length, deadline_s=deadline_s)
 
 
 @pytest.mark.parametrize("name,lists", [("v3", 0), ("v2c", 0), ("v2", 2)])

@@ -21,14 +21,20 @@ class Store(ABC):
     url: str
     remote = False  # remote stores get deadlines and more concurrent requests
     deadline_s = 0.0
+    read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
 
     @abstractmethod
-    def get(self, key: str) -> bytes | None:
-        """Return the whole value, or ``None`` if the key is missing."""
+    def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
+        """Return the whole value, or ``None`` if the key is missing.
+
+        ``deadline_s`` replaces the store's own deadline for this call (remote stores).
+        """
 
     @abstractmethod
-    def get_range(self, key: str, start: int, length: int) -> bytes | None:
+    def get_range(
+        self, key: str, start: int, length: int, *, deadline_s: float | None = None
+    ) -> bytes | None:
         """Return ``length`` bytes from ``start`` (negative ``start``: from the end)."""
 
     @abstractmethod

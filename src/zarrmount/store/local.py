@@ -12,7 +12,10 @@ from zarrmount.store.base import Store, StoreError
 
 
 class LocalStore(Store):
-    """Keys map to files below ``root``; missing files read as ``None``."""
+    """Keys map to files below ``root``; missing files read as ``None``.
+
+    Local calls have no deadline: ``deadline_s`` is accepted and ignored.
+    """
 
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
@@ -24,7 +27,7 @@ class LocalStore(Store):
             raise StoreError(f"invalid key {key!r}")
         return os.path.join(self.root, *parts)
 
-    def get(self, key: str) -> bytes | None:
+    def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
         try:
             with open(self._path(key), "rb") as f:
                 return f.read()
@@ -50,7 +53,9 @@ class LocalStore(Store):
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
 
-    def get_range(self, key: str, start: int, length: int) -> bytes | None:
+    def get_range(
+        self, key: str, start: int, length: int, *, deadline_s: float | None = None
+    ) -> bytes | None:
         try:
             with open(self._path(key), "rb") as f:
                 if start < 0:

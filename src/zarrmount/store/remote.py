@@ -5,11 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 import fsspec
+import fsspec.asyn
+from fsspec.exceptions import FSTimeoutError
 
 from zarrmount.store.base import Store, StoreError
 from zarrmount.store.retry import with_retries
 
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
+
+
+def _read_only_reason(fs: fsspec.AbstractFileSystem) -> str | None:
+    """Why zarrmount can never store chunks in ``fs``, if it cannot."""
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    if protocols & {"http", "https"}:
+        return "HTTP sources are read-only"
+    if "zip" in protocols and getattr(fs, "mode", "r") == "r":
+        return "zip files are opened read-only"
+    return None
 
 
 class FsspecStore(Store):
@@ -22,6 +34,7 @@ class FsspecStore(Store):
         self.deadline_s = deadline_s
         self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
         self.root = root.rstrip("/")
+        self.read_only_reason = _read_only_reason(self.fs)
 
     def _path(self, key: str) -> str:
         key = key.strip("/")
@@ -29,36 +42,59 @@ class FsspecStore(Store):
             return self.root
         return f"{self.root}/{key}" if self.root else key
 
-    def _call(self, what: str, fn, *args, **kwargs):
+    def _call(self, what: str, method: str, *args, deadline_s: float | None = None, **kwargs):
+        """``fs.<method>(*args, **kwargs)`` with retries, within the deadline.
+
+        Async filesystems (S3, GCS, HTTP, ...) get the time left as the timeout of each
+        try: a stalled request is cancelled there, not left to the backend's own timeouts
+        (s3fs: 15 s a try), so no caller, the mount command included, waits past it.
+        """
+        deadline = self.deadline_s if deadline_s is None else deadline_s
+
+        def attempt(left: float):
+            if getattr(self.fs, "async_impl", False):
+                coroutine = getattr(self.fs, f"_{method}")
+                # fsspec treats a timeout of 0 as none at all
+                return fsspec.asyn.sync(
+                    self.fs.loop, coroutine, *args, timeout=max(left, 1e-3), **kwargs
+                )
+            return getattr(self.fs, method)(*args, **kwargs)
+
         try:
-            return with_retries(lambda: fn(*args, **kwargs), what, self.deadline_s)
+            return with_retries(attempt, what, deadline)
         except _MISSING:
             return None
+        except FSTimeoutError:
+            raise StoreError(f"{what}: no answer from {self.url} within {deadline:g} s") from None
         except Exception as e:
             raise StoreError(f"{what}: {type(e).__name__}: {e}") from e
 
-    def get(self, key: str) -> bytes | None:
-        return self._call(key, self.fs.cat_file, self._path(key))
+    def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
+        return self._call(key, "cat_file", self._path(key), deadline_s=deadline_s)
 
-    def get_range(self, key: str, start: int, length: int) -> bytes | None:
+    def get_range(
+        self, key: str, start: int, length: int, *, deadline_s: float | None = None
+    ) -> bytes | None:
         path = self._path(key)
         if start < 0:
-            size = self._call(key, self.fs.size, path)
+            size = self._call(key, "size", path, deadline_s=deadline_s)
             if size is None:
                 return None
             start = max(size + start, 0)
-        return self._call(key, self.fs.cat_file, path, start=start, end=start + length)
+        return self._call(
+            key, "cat_file", path, start=start, end=start + length, deadline_s=deadline_s
+        )
 
     def set(self, key: str, value: bytes) -> None:
-        self._call(key, self.fs.pipe_file, self._path(key), value)
+        self._call(key, "pipe_file", self._path(key), value)
 
     def delete(self, key: str) -> None:
-        self._call(key, self.fs.rm_file, self._path(key))
+        self._call(key, "rm_file", self._path(key))
 
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
         path = self._path(prefix)
-        entries = self._call(prefix or "/", self.fs.ls, path, detail=False) or []
+        entries = self._call(prefix or "/", "ls", path, detail=False) or []
         base = path.rstrip("/")
         names = set()
         for entry in entries:

@@ -2,7 +2,8 @@
 
 Object stores fail transiently (timeouts, resets, 5xx, throttling); those are retried
 with exponential backoff and full jitter until a deadline. Permanent errors (403, 404,
-bad requests) are not: retrying them only delays the error the user needs to see.
+bad requests, 501 and other things the server cannot do) are not: retrying them only
+delays the error the user needs to see.
 """
 
 from __future__ import annotations
@@ -43,23 +44,29 @@ def is_transient(error: BaseException) -> bool:
         | NotADirectoryError
         | ValueError
         | TypeError
-        | KeyError,
+        | KeyError
+        | NotImplementedError,
     ):
         return False
     status = _status(error)
     if status is not None:
-        return status >= 500 or status in (408, 429)
+        # 501 Not Implemented, 505 HTTP Version Not Supported: the same on every try.
+        return (status >= 500 and status not in (501, 505)) or status in (408, 429)
     # Timeouts, resets, refused connections and unknown backend errors: try again.
     return True
 
 
-def with_retries(fn: Callable[[], T], what: str, deadline_s: float) -> T:
-    """Call ``fn`` until it succeeds, fails permanently, or ``deadline_s`` has passed."""
+def with_retries(fn: Callable[[float], T], what: str, deadline_s: float) -> T:
+    """Call ``fn`` until it succeeds, fails permanently, or ``deadline_s`` has passed.
+
+    ``fn`` gets the seconds left, so that a backend that can cancel a request stops it
+    at the deadline rather than leaving it to its own, longer, timeouts.
+    """
     start = time.monotonic()
     attempt = 0
     while True:
         try:
-            return fn()
+            return fn(max(deadline_s - (time.monotonic() - start), 0.0))
         except Exception as e:
             attempt += 1
             delay = random.uniform(0, min(MAX_DELAY_S, BASE_DELAY_S * 2**attempt))
