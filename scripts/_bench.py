@@ -149,7 +149,11 @@ class Run:
         )
 
     def random_reads(self, variant: str, path: Path) -> None:
-        """4 KiB preads of cached chunks (one read per chunk loads them), page cache cold."""
+        """4 KiB preads of cached chunks (one read per chunk loads them), page cache cold.
+
+        The page cache is dropped before the loading reads too: after a warm re-read the
+        kernel would answer them itself, and the chunks would not be loaded."""
+        drop_caches()
         fd = os.open(path, os.O_RDONLY)
         try:
             for off in self.region_chunks:
