@@ -12,6 +12,7 @@ import pytest
 import trio
 import zarr
 from helpers.remote_servers import FaultProxy, RangeHTTPServer
+from helpers.store_doubles import ReadOnlyRemoteDouble
 
 from zarrmount import cli
 from zarrmount.format.model import GroupNode
@@ -19,7 +20,6 @@ from zarrmount.options import MountOptions
 from zarrmount.store import StoreError, open_store
 from zarrmount.store import aio as aio_module
 from zarrmount.store.aio import AsyncStore
-from zarrmount.store.base import Store
 from zarrmount.store.failures import RecentFailures
 from zarrmount.store.remote import FsspecStore
 
@@ -79,11 +79,10 @@ def test_recent_failures_expire():
     assert len(failed) <= 6
 
 
-class _StallingStore(Store):
+class _StallingStore(ReadOnlyRemoteDouble):
     """A remote store whose gets of ``stalled`` keys time out at the deadline they are
     given (as a backend that can cancel its requests); records those deadlines."""
 
-    remote = True
     url = "stalling://"
 
     def __init__(self, deadline_s: float) -> None:
@@ -98,18 +97,6 @@ class _StallingStore(Store):
             time.sleep(deadline)
             raise StoreError(f"{key}: no answer within {deadline:g} s")
         return key.encode()
-
-    def get_range(self, key, start, length, *, deadline_s=None):
-        return self.get(key, deadline_s=deadline_s)[start : start + length]
-
-    def set(self, key, value):
-        pass
-
-    def delete(self, key):
-        pass
-
-    def list_dir(self, prefix):
-        return []
 
 
 def test_repeat_of_a_fresh_failure_gets_a_short_deadline(monkeypatch):

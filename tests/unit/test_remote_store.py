@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import trio
 import zarr
+from helpers.store_doubles import ReadOnlyRemoteDouble
 
 from zarrmount import hierarchy
 from zarrmount.options import MountOptions, OptionError
 from zarrmount.store import StoreError, open_store
 from zarrmount.store.aio import AsyncStore
-from zarrmount.store.base import Store
 from zarrmount.store.local import LocalStore
 from zarrmount.store.remote import FsspecStore
 from zarrmount.store.retry import is_transient, with_retries
@@ -193,10 +193,9 @@ def test_with_retries_permanent_at_once():
     assert calls == [1]
 
 
-class _HangingStore(Store):
+class _HangingStore(ReadOnlyRemoteDouble):
     """A remote store whose gets hang until released."""
 
-    remote = True
     url = "hang://"
 
     def __init__(self, deadline_s):
@@ -206,18 +205,6 @@ class _HangingStore(Store):
     def get(self, key, *, deadline_s=None):
         self.release.wait(30)
         return b"late"
-
-    def get_range(self, key, start, length, *, deadline_s=None):
-        return self.get(key)
-
-    def set(self, key, value):
-        pass
-
-    def delete(self, key):
-        pass
-
-    def list_dir(self, prefix):
-        return []
 
 
 def test_async_store_abandons_a_hung_request():
