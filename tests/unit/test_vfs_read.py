@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 
 import numcodecs
 import numpy as np
@@ -114,6 +115,26 @@ def test_warm_up_readies_root_arrays_without_fetching_chunks(source):
         return bytes(await fs.read(fh, 0, len(expected)))
 
     assert trio.run(main) == expected
+
+
+def test_keep_decoders_gives_each_decoding_thread_work(source, monkeypatch):
+    _, fs = make_fs(source)
+    threads_met = set()
+    wait = threading.Barrier.wait
+
+    def recording_wait(self, timeout=None):
+        threads_met.add(threading.get_ident())
+        return wait(self, timeout)
+
+    monkeypatch.setattr(threading.Barrier, "wait", recording_wait)
+
+    async def main():
+        with trio.move_on_after(0.5):
+            await fs.keep_decoders(period=0.05)
+
+    trio.run(main)
+    assert len(threads_met) == fs.decode_limiter.total_tokens  # distinct threads
+    assert fs.decode_limiter.borrowed_tokens == 0
 
 
 def test_each_chunk_fetched_once_under_concurrency(source):

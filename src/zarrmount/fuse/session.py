@@ -53,6 +53,7 @@ async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
                 )
             ready.ready()
             await fs.warm_up()
+            await fs.keep_decoders()
 
         nursery.start_soon(stop_on_signal)
         nursery.start_soon(announce)
