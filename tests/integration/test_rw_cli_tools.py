@@ -10,43 +10,22 @@ import os
 import subprocess
 import time
 
-import numcodecs
 import numpy as np
 import pytest
-import zarr
 from helpers import mounting, rw_tools
 from helpers.rw_tools import SPECS, assert_store_equals, expect_errno
 
 pytestmark = pytest.mark.mount
 
-# Larger arrays (more than 1 MiB, so dd bs=1M writes several blocks) with edge chunks.
+# Larger arrays (more than 1 MiB, so dd bs=1M writes several blocks) with edge chunks:
+# SPECS with other sizes (and 4-byte elements in the sharded one).
 BIG = {
-    "v2f": dict(
-        zarr_format=2,
-        shape=(301, 467),
-        chunks=(37, 53),
-        dtype=">i4",
-        compressors=numcodecs.Zstd(level=1),
-        order="F",
-        fill_value=7,
-    ),
-    "v3": dict(
-        zarr_format=3,
-        shape=(733, 911),
-        chunks=(64, 101),
-        dtype="<u2",
-        compressors=zarr.codecs.GzipCodec(level=1),
-        fill_value=0,
-    ),
-    "sharded": dict(
-        zarr_format=3,
-        shape=(611, 487),
-        chunks=(31, 41),
-        shards=(124, 123),
-        dtype="<i4",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=-3,
-    ),
+    name: {**SPECS[name], **sizes}
+    for name, sizes in {
+        "v2f": dict(shape=(301, 467), chunks=(37, 53)),
+        "v3": dict(shape=(733, 911), chunks=(64, 101)),
+        "sharded": dict(shape=(611, 487), chunks=(31, 41), shards=(124, 123), dtype="<i4"),
+    }.items()
 }
 
 

@@ -48,6 +48,20 @@ def _setup(tmp_path, name):
     return store, store.read_bytes()
 
 
+def _direct_write(store, name, data, off, size):
+    """One O_DIRECT pwrite of ``data`` at ``off``: the daemon's stats before and after it,
+    and the whole file read back through the mount."""
+    with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwrmw") as m:
+        fd = os.open(m.p(name), os.O_RDWR | os.O_DIRECT)
+        try:
+            before = m.stats()
+            assert os.pwrite(fd, data.tobytes(), off) == data.size
+            after = m.stats()
+            return before, after, rw_tools.pread_all(fd, size, 0)
+        finally:
+            os.close(fd)
+
+
 def test_dd_of_whole_file_fetches_nothing(tmp_path):
     store, model = _setup(tmp_path, "rows")
     raw = tmp_path / "raw.bin"
@@ -76,16 +90,8 @@ def test_aligned_write_covering_chunks_fetches_only_partial_ones(tmp_path, name)
     ch = CHUNK[name]
     off, end = ch + ch // 2, 5 * ch + ch // 4
     data = np.random.default_rng(63).integers(0, 256, end - off, dtype=np.uint8)
-    with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwrmw") as m:
-        fd = os.open(m.p(name), os.O_RDWR | os.O_DIRECT)
-        try:
-            before = m.stats()
-            assert os.pwrite(fd, data.tobytes(), off) == data.size
-            after = m.stats()
-            model[off:end] = data
-            got = rw_tools.pread_all(fd, model.size, 0)
-        finally:
-            os.close(fd)
+    model[off:end] = data
+    before, after, got = _direct_write(store, name, data, off, model.size)
     fetched = after["store_gets"] - before["store_gets"]
     limit = 2 if name == "rows" else 2 + 1  # + the shard index, read once for both
     assert fetched <= limit, f"{fetched} store reads for 2 partial chunks ({before}, {after})"
@@ -102,15 +108,8 @@ def test_unaligned_write_fetches_only_chunks_it_covers_partly(tmp_path):
     ch = CHUNK[name]
     off, end = 1, 4 * ch
     data = np.random.default_rng(64).integers(0, 256, end - off, dtype=np.uint8)
-    with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwrmw") as m:
-        fd = os.open(m.p(name), os.O_RDWR | os.O_DIRECT)
-        try:
-            before = m.stats()
-            assert os.pwrite(fd, data.tobytes(), off) == data.size
-            after = m.stats()
-            model[off:end] = data
-        finally:
-            os.close(fd)
+    model[off:end] = data
+    before, after, _ = _direct_write(store, name, data, off, model.size)
     assert_store_equals(store, model)  # correctness first
     fetched = after["store_gets"] - before["store_gets"]
     assert fetched <= 1, (
