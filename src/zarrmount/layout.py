@@ -93,14 +93,15 @@ class Planner:
         self._slab = chunks[0] * math.prod(shape[1:]) if shape else 0
         self._full = shape[0] // chunks[0] if shape else 0  # slabs with no edge on axis 0
         self._plans: dict[tuple[int, int], dict[tuple[int, ...], list[Copy]]] = {}
-        self._steps = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+        # flat C-order index steps of each axis
+        self.steps = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
     def _in_one_chunk_row(self, start: int, stop: int) -> dict | None:
         """The plan of a request inside one row of one chunk (small random reads), made
         directly: the general plan costs several times more than such a read's copy."""
         at = []
         rest = start
-        for step in self._steps:
+        for step in self.steps:
             i, rest = divmod(rest, step)
             at.append(i)
         n = stop - start
@@ -115,7 +116,7 @@ class Planner:
         return {coords: [Copy(0, n, box, whole, tuple(sel))]}
 
     def plan(self, start: int, stop: int) -> dict[tuple[int, ...], list[Copy]]:
-        if self._steps and (one := self._in_one_chunk_row(start, stop)) is not None:
+        if self.steps and (one := self._in_one_chunk_row(start, stop)) is not None:
             return one
         slab = self._slab
         if not slab or (stop - 1) // slab >= self._full:

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import functools
 import logging
-import math
 import threading
 
 import numpy as np
@@ -90,8 +89,6 @@ class ArrayFile:
         self._sharding = pipeline.sharding
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self._planner = Planner(meta.shape, meta.chunks)
-        # flat C-order index steps of each axis, for where a chunk's last element lies
-        self._steps = [math.prod(meta.shape[i + 1 :]) for i in range(len(meta.shape))]
         self.background = background
         self.pool = pool
         # Units (chunks, or shards) being written back, and how often each was rewritten:
@@ -309,7 +306,7 @@ class ArrayFile:
     def _drop_behind(self, plan: dict, last: int) -> None:
         """A streaming reader never comes back (the page cache serves rereads): give the
         buffers of chunks it has read to the end back to the pool, while they are warm."""
-        shape, chunks, steps = self.meta.shape, self.meta.chunks, self._steps
+        shape, chunks, steps = self.meta.shape, self.meta.chunks, self._planner.steps
         for coords in plan:
             end = 0
             for c, n, s, step in zip(coords, chunks, shape, steps, strict=True):
