@@ -7,23 +7,12 @@ page-aligned ones, so decoded chunks live in aligned buffers that are used again
 
 from __future__ import annotations
 
-import mmap
 import threading
 from collections import defaultdict
 
 import numpy as np
 
-
-def aligned_empty(nbytes: int) -> np.ndarray:
-    """An uninitialised uint8 array of ``nbytes`` starting on a page boundary.
-
-    Anonymous mmap with its pages populated up front, rather than ``np.empty``: on these
-    VMs a page fault costs microseconds, so faulting in a 4 MiB buffer page by page takes
-    about 2 ms against 1 ms for MAP_POPULATE; and NumPy asks for transparent huge pages
-    on large arrays, which are slower still to touch here.
-    """
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE
-    return np.frombuffer(mmap.mmap(-1, max(nbytes, 1), flags=flags), dtype=np.uint8)[:nbytes]
+from zarrmount.memory import aligned_empty
 
 
 class BufferPool:

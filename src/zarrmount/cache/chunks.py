@@ -42,6 +42,7 @@ class CacheStats:
     waits: int = 0
     evictions: int = 0
     load_errors: int = 0
+    partial: int = 0  # reads served from part of a chunk, decoded outside the cache
     dirtied: int = 0
     cleaned: int = 0
 
@@ -99,6 +100,9 @@ class ChunkCache:
         if found is not None:
             self._clean.move_to_end(key)
         return found
+
+    def loading(self, key: Hashable) -> bool:
+        return key in self._flights
 
     def peek(self, key: Hashable) -> Any | None:
         found = self.entry(key)

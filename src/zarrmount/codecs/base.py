@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrmount.format.model import ArrayMeta
+
+# Reads ``length`` bytes of a stored chunk at ``offset`` (fewer at its end).
+Reader = Callable[[int, int], bytes | memoryview]
+
+
+class Unsupported(Exception):
+    """This stored chunk cannot be decoded in part; decode all of it instead."""
 
 
 class CodecError(ValueError):
@@ -46,6 +54,16 @@ def from_flat(buf: object, shape: tuple[int, ...], dtype: np.dtype, order: str) 
     return flat.view(dtype).reshape(shape, order=order)
 
 
+def stored_range(read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> None:
+    """Chunks stored as their C-order bytes: the part is the stored bytes themselves."""
+    if size != out.nbytes:
+        raise ChunkDecodeError(f"decoded to {size} bytes, expected {out.nbytes}")
+    got = read(lo, hi - lo)
+    if len(got) != hi - lo:
+        raise ChunkDecodeError(f"chunk ends at {lo + len(got)} bytes while read")
+    out[lo:hi] = np.frombuffer(got, dtype=np.uint8)
+
+
 @dataclass(frozen=True)
 class ShardIndexSpec:
     """How to find inner chunks in a shard: where its index is and how to decode it."""
@@ -61,6 +79,10 @@ class Pipeline(ABC):
     """Decodes one stored read unit (a chunk, or an inner chunk of a shard)."""
 
     sharding: ShardIndexSpec | None = None
+    # decode_range(read, stored_size, lo, hi, out): bytes [lo, hi) of the decoded chunk
+    # into the same places of ``out`` from parts of the stored chunk, where the codecs
+    # allow (stored as is, or blosc); see decode_part.
+    decode_range: Callable[[Reader, int, int, int, np.ndarray], None] | None = None
     # True when a chunk's stored bytes are its C-order bytes, so they need no decoding
     passthrough: bool = False
 
@@ -79,6 +101,19 @@ class Pipeline(ABC):
     def encode(self, chunk: np.ndarray) -> bytes:
         """The stored form of ``chunk`` (any strides; viewed as the file's dtype)."""
         return self._encode(chunk.view(self.meta.dtype))
+
+    def decode_part(self, read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> None:
+        """Bytes ``[lo, hi)`` of a chunk stored as ``size`` bytes, put in place in ``out``
+        (the chunk's flat uint8 buffer); raises :class:`Unsupported` when only a whole
+        decode can tell, and :class:`ChunkDecodeError` like :meth:`decode`."""
+        if self.decode_range is None:
+            raise Unsupported("codecs decode whole chunks")
+        try:
+            self.decode_range(read, size, lo, hi, out)
+        except (ChunkDecodeError, Unsupported):
+            raise
+        except Exception as e:
+            raise ChunkDecodeError(f"cannot decode: {type(e).__name__}: {e}") from e
 
     def decode(self, raw: bytes, out: np.ndarray | None = None) -> np.ndarray:
         """Decode ``raw``; any failure becomes :class:`ChunkDecodeError` with the cause.

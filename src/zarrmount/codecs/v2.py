@@ -5,7 +5,8 @@ from __future__ import annotations
 import numcodecs
 import numpy as np
 
-from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat
+from zarrmount.codecs import blosc_blocks
+from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat, stored_range
 from zarrmount.format.model import ArrayMeta
 
 
@@ -23,7 +24,12 @@ class V2Pipeline(Pipeline):
         compressor = meta.codecs.get("compressor")
         self.compressor = get_numcodec(compressor) if compressor else None
         self.filters = [get_numcodec(f) for f in meta.codecs.get("filters") or ()]
-        self.passthrough = not self.compressor and not self.filters and meta.order == "C"
+        plain = not self.filters and meta.order == "C"
+        self.passthrough = plain and not self.compressor
+        if self.passthrough:
+            self.decode_range = stored_range
+        elif plain and isinstance(self.compressor, numcodecs.Blosc):
+            self.decode_range = blosc_blocks.decode_range
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         if self.compressor is None:

@@ -15,6 +15,7 @@ import numcodecs
 import numpy as np
 from numcodecs.checksum32 import CRC32C
 
+from zarrmount.codecs import blosc_blocks
 from zarrmount.codecs.base import (
     ChunkDecodeError,
     CodecError,
@@ -23,14 +24,21 @@ from zarrmount.codecs.base import (
     as_bytes_array,
     from_flat,
     is_fill,
+    stored_range,
 )
 from zarrmount.codecs.v2 import get_numcodec
 from zarrmount.format.model import ArrayMeta
 
 # numcodecs codecs that work on arrays rather than bytes (zarr-python's numcodecs.* names),
 # with the configuration key naming the dtype they encode to.
-_NUMCODECS_ARRAY = {"delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
-                    "bitround": None, "astype": "encode_dtype", "packbits": None}
+_NUMCODECS_ARRAY = {
+    "delta": "astype",
+    "fixedscaleoffset": "astype",
+    "quantize": "astype",
+    "bitround": None,
+    "astype": "encode_dtype",
+    "packbits": None,
+}
 MISSING = 2**64 - 1
 
 Spec = tuple[tuple[int, ...], np.dtype]  # the (shape, dtype) a codec decodes to
@@ -288,8 +296,12 @@ class ShardingCodec:
 
     def _regions(self):
         for coords in np.ndindex(*self.layout.per_shard):
-            yield coords, tuple(
-                slice(c * i, (c + 1) * i) for c, i in zip(coords, self.layout.inner, strict=True)
+            yield (
+                coords,
+                tuple(
+                    slice(c * i, (c + 1) * i)
+                    for c, i in zip(coords, self.layout.inner, strict=True)
+                ),
             )
 
     def decode(self, buf: object, spec: Spec) -> np.ndarray:
@@ -333,7 +345,12 @@ class V3Pipeline(Pipeline):
                 self.layout.assemble,
             )
         else:
-            self.chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
+            self.chain = chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
+            if isinstance(chain.to_bytes, _BytesCodec) and not chain.array_codecs:
+                if not chain.bytes_codecs:
+                    self.decode_range = stored_range
+                elif len(chain.bytes_codecs) == 1 and isinstance(chain.bytes_codecs[0], _Blosc):
+                    self.decode_range = blosc_blocks.decode_range
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         return self.chain.decode(raw, out)

@@ -15,7 +15,7 @@ import numpy as np
 import pyfuse3
 import trio
 
-from zarrmount.cache.buffers import aligned_empty
+from zarrmount.memory import aligned_empty
 from zarrmount.vfs import Attr, Filesystem, FsError
 
 log = logging.getLogger(__name__)

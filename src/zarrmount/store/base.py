@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -57,6 +60,14 @@ class Store(ABC):
         The result is only valid until that buffer is used again.
         """
         return self.get(key)
+
+    def read_ranges(
+        self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
+    ) -> T | None:
+        """``use(size, read)`` with ``read(offset, length)`` reading parts of ``key``'s
+        value, or ``None`` if the key is missing; ``NotImplemented`` where parts of a value
+        cost as much as all of it (remote stores: a request each)."""
+        return NotImplemented
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections or handles."""

@@ -8,7 +8,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from zarrmount.store.base import Store, StoreError
+from zarrmount.store.base import Store, StoreError, T
 
 
 class LocalStore(Store):
@@ -52,6 +52,22 @@ class LocalStore(Store):
             return None
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
+
+    def read_ranges(
+        self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
+    ) -> T | None:
+        try:
+            fd = os.open(self._path(key), os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+        try:
+            return use(os.fstat(fd).st_size, lambda offset, length: os.pread(fd, length, offset))
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+        finally:
+            os.close(fd)
 
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None

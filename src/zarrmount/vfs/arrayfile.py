@@ -6,19 +6,19 @@ import contextlib
 import errno
 import functools
 import logging
-import threading
+import math
 
 import numpy as np
 import trio
 
 from zarrmount.cache import BufferPool, ChunkCache, Loaded
-from zarrmount.cache.buffers import aligned_empty
 from zarrmount.cache.prefetch import ReadAhead
 from zarrmount.codecs import ChunkDecodeError, Pipeline
-from zarrmount.codecs.base import raw_dtype
+from zarrmount.codecs.base import Unsupported, raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
 from zarrmount.layout import Planner, chunks_touched
+from zarrmount.memory import aligned_empty, scratch
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.errors import FsError
@@ -31,24 +31,20 @@ _FILL_ENTRY_BYTES = 64
 _NO_SHARD = np.empty(0, dtype=np.uint64)
 
 
-_local = threading.local()
+# The worker-thread scratch slot for stored chunk bytes: the kernel copies file data into
+# misaligned memory several times slower.
+STORED = "stored"
 # Chunk buffers made ready for an array's first read: a first request of a streaming
 # reader touches one row of chunks, often four to sixteen.
 WARM_CHUNKS = 16
-
-
-def _scratch(size: int) -> np.ndarray:
-    """This worker thread's page-aligned buffer for stored chunk bytes, reused from read
-    to read (the kernel copies file data into misaligned memory several times slower).
-
-    A larger one replaces it rather than growing it: views of the old one may live on
-    (in a traceback, say).
-    """
-    scratch = getattr(_local, "scratch", None)
-    if scratch is None or scratch.nbytes < size:
-        grown = 2 * scratch.nbytes if scratch is not None else 0
-        scratch = _local.scratch = aligned_empty(max(size, grown))
-    return scratch
+# A read that needs at most 1/PART_FRACTION of an uncached chunk gets just that part
+# decoded (local stores, codecs that allow it: stored as is, or blosc blocks), while the
+# whole chunk follows into the cache in the background: a first read, or a random one,
+# costs a block's decoding instead of a chunk's.
+PART_FRACTION = 8
+# At most this many such background loads at once per file: a random reader must not
+# queue more decoding than the decoding threads can follow.
+FOLLOW_LIMIT = 8
 
 
 class Background:
@@ -57,9 +53,12 @@ class Background:
     def __init__(self) -> None:
         self.nursery: trio.Nursery | None = None
 
-    def start_soon(self, fn, *args) -> None:
-        if self.nursery is not None:
-            self.nursery.start_soon(fn, *args)
+    def start_soon(self, fn, *args) -> bool:
+        """Start ``fn(*args)`` there; False (and nothing runs) before the session has one."""
+        if self.nursery is None:
+            return False
+        self.nursery.start_soon(fn, *args)
+        return True
 
 
 class ArrayFile:
@@ -89,6 +88,11 @@ class ArrayFile:
         self._sharding = pipeline.sharding
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self._planner = Planner(meta.shape, meta.chunks)
+        self._by_parts = (
+            pipeline.decode_range is not None and self._sharding is None and not store.store.remote
+        )
+        self._chunk_steps = [math.prod(meta.chunks[i + 1 :]) for i in range(len(meta.chunks))]
+        self._following = 0
         self.background = background
         self.pool = pool
         # Units (chunks, or shards) being written back, and how often each was rewritten:
@@ -125,9 +129,16 @@ class ArrayFile:
         nbytes = self.meta.chunk_nbytes
         buffers = [self.pool.take(nbytes) for _ in range(count)]
         try:
-            _scratch(nbytes)
+            scratch(STORED, nbytes)
             if self._sharding is None and buffers:
-                self.pipeline.decode(self.pipeline.encode(self._fill), buffers[0])
+                stored = self.pipeline.encode(self._fill)
+                self.pipeline.decode(stored, buffers[0])
+                if self._by_parts:
+                    whole = memoryview(stored)
+                    with contextlib.suppress(Unsupported):
+                        self.pipeline.decode_part(
+                            lambda at, n: whole[at : at + n], len(stored), 0, 1, buffers[0]
+                        )
         finally:
             for buffer in buffers:
                 self.pool.give(buffer)
@@ -156,7 +167,7 @@ class ArrayFile:
             if buffer is not None and size == nbytes:
                 direct.append(True)
                 return buffer
-            return _scratch(size)
+            return scratch(STORED, size)
 
         raw = self.store.store.read_into(key, target)
         if direct and raw is not None and len(raw) == nbytes:
@@ -247,49 +258,129 @@ class ArrayFile:
         with its cache entry pinned: pass that to ``cache.unpin`` when done with it."""
         return await self.cache.get_pinned((self.path, coords), lambda: self._load(coords))
 
-    async def _chunks(self, wanted: list[tuple[int, ...]]) -> tuple[dict, list]:
-        """The chunks ``wanted``, loaded concurrently, and the cache entries pinned for them.
-
-        Pins keep a chunk (and its pool buffer) in place while the other loads are awaited.
-        """
+    async def _chunks(self, plan: dict) -> tuple[dict, list, list]:
+        """The chunks ``plan`` reads, and what to give back once copied: cache entries
+        pinned for them (pins keep a chunk and its buffer in place while other loads are
+        awaited), and pool buffers lent to chunks decoded only in part."""
         found: dict[tuple[int, ...], np.ndarray] = {}
         pinned: list = []
+        missing = []
+        for coords in plan:
+            if (entry := self.cache.entry((self.path, coords))) is not None:
+                entry.pins += 1
+                self.cache.stats.hits += 1
+                found[coords] = entry.value
+                pinned.append(entry)
+            else:
+                missing.append(coords)
+        lent: list = []
+        if not missing:
+            return found, pinned, lent
+        parts = self._parts(plan, missing)
+        errors: list[FsError] = []
 
-        async def one(coords: tuple[int, ...]) -> None:
-            found[coords], entry = await self.chunk(coords)
-            pinned.append(entry)
+        async def load(coords: tuple[int, ...]) -> None:
+            try:
+                found[coords], entry = await self.chunk(coords)
+                pinned.append(entry)
+            except FsError as e:
+                errors.append(e)
+
+        async def load_parts(spans: dict) -> None:
+            try:
+                got = await trio.to_thread.run_sync(self._read_parts, spans, lent)
+            except FsError as e:
+                errors.append(e)
+                return
+            self.cache.stats.partial += len(got)
+            for coords in got:
+                self.store.count_get(spans[coords][1] - spans[coords][0])
+            found.update(got)
+            for coords in spans.keys() - got.keys():  # decoded whole after all
+                await load(coords)
 
         try:
-            if len(wanted) == 1:
-                await one(wanted[0])
-            else:
-                errors: list[FsError] = []
-
-                async def guarded(coords: tuple[int, ...]) -> None:
-                    try:
-                        await one(coords)
-                    except FsError as e:
-                        errors.append(e)
-
-                async with trio.open_nursery() as nursery:
-                    for coords in wanted:
-                        if (entry := self.cache.entry((self.path, coords))) is not None:
-                            entry.pins += 1  # cached: no task needed
-                            self.cache.stats.hits += 1
-                            found[coords] = entry.value
-                            pinned.append(entry)
-                        else:
-                            nursery.start_soon(guarded, coords)
-                if errors:
-                    raise errors[0]
+            async with trio.open_nursery() as nursery:
+                for coords in missing:
+                    if coords not in parts:
+                        nursery.start_soon(load, coords)
+                # shared among the decoding threads: these are idle on a first read
+                threads = int(self.decode_limiter.total_tokens)
+                shares = [dict(list(parts.items())[i::threads]) for i in range(threads)]
+                for share in shares:
+                    if share:
+                        nursery.start_soon(load_parts, share)
+            if errors:
+                raise errors[0]
         except BaseException:
-            self._unpin(pinned)
+            self._give_back(pinned, lent)
             raise
-        return found, pinned
+        for coords in parts:
+            if self._following < FOLLOW_LIMIT and not self.cache.loading((self.path, coords)):
+                self._following += self.background.start_soon(self._follow, coords)
+        return found, pinned, lent
 
-    def _unpin(self, pinned: list) -> None:
+    def _parts(self, plan: dict, missing: list) -> dict[tuple[int, ...], tuple[int, int]]:
+        """The byte spans ``[lo, hi)`` to decode of those ``missing`` chunks that are
+        cheaper read in part than whole (none already loading)."""
+        if not self._by_parts:
+            return {}
+        limit = self.meta.chunk_nbytes // PART_FRACTION
+        isz, steps = self.meta.itemsize, self._chunk_steps
+        spans = {}
+        for coords in missing:
+            if self.cache.loading((self.path, coords)) or coords in self._busy:
+                continue
+            lo, hi = self.meta.chunk_nbytes, 0
+            for c in plan[coords]:
+                first = sum(s.start * n for s, n in zip(c.chunk_sel, steps, strict=True))
+                last = sum((s.stop - 1) * n for s, n in zip(c.chunk_sel, steps, strict=True))
+                lo, hi = min(lo, first * isz), max(hi, (last + 1) * isz)
+            if hi - lo <= limit:
+                spans[coords] = (lo, hi)
+        return spans
+
+    def _read_parts(self, spans: dict, lent: list) -> dict[tuple[int, ...], np.ndarray]:
+        """In a worker thread: decode each span into a pool buffer (lent until copied);
+        chunks that are missing, or whose stored form only decodes whole, are left out."""
+        nbytes = self.meta.chunk_nbytes
+        got = {}
+        for coords, (lo, hi) in spans.items():
+            key = self._key(coords)
+            buffer = self.pool.take(nbytes)
+
+            def part(size: int, read, lo=lo, hi=hi, buffer=buffer) -> bool:
+                try:
+                    self.pipeline.decode_part(read, size, lo, hi, buffer)
+                except Unsupported:
+                    return False
+                return True
+
+            try:
+                done = self.store.store.read_ranges(key, part)
+            except (StoreError, ChunkDecodeError) as e:
+                self.pool.give(buffer)
+                log.error("chunk %s: %s", key, e)
+                raise FsError(errno.EIO, f"chunk {key}: {e}") from e
+            if done:
+                lent.append(buffer)
+                got[coords] = buffer.view(self._raw).reshape(self.meta.chunks)
+            else:
+                self.pool.give(buffer)
+        return got
+
+    async def _follow(self, coords: tuple[int, ...]) -> None:
+        """Load a chunk read in part into the cache: its neighbours are likely next."""
+        try:
+            await self._prefetch_one(coords)
+        finally:
+            self._following -= 1
+
+    def _give_back(self, pinned: list, lent: list) -> None:
         for entry in pinned:
             self.cache.unpin(entry)
+        for buffer in lent:
+            self.pool.give(buffer)
 
     async def _prefetch(self, first: int, last: int) -> None:
         """Load the chunks of elements ``[first, last)`` into the cache, in walk order."""
@@ -331,7 +422,7 @@ class ArrayFile:
         if ahead is not None:
             self.background.start_soon(self._prefetch, ahead[0] // isz, -(-ahead[1] // isz))
         plan = self._planner.plan(first, last)
-        chunks, pinned = await self._chunks(list(plan))
+        chunks, pinned, lent = await self._chunks(plan)
         nbytes = (last - first) * isz
         if reply is not None and reply.nbytes >= nbytes:
             out = reply[:nbytes].view(self._raw)
@@ -343,7 +434,7 @@ class ArrayFile:
                 for c in copies:
                     out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]
         finally:
-            self._unpin(pinned)
+            self._give_back(pinned, lent)
         if self._read_ahead.sequential:
             self._drop_behind(plan, last)
         skip = offset - first * isz

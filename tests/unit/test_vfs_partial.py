@@ -1,0 +1,184 @@
+"""Small reads of uncached chunks decode only the part they need (no mount).
+
+Arrays are written by zarr-python, and every expected byte is zarr-python's reading of
+the same store. The statistics say which reads were served from a part of a chunk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+
+import numcodecs
+import numpy as np
+import pytest
+import trio
+import trio.testing
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec
+
+from zarrmount import hierarchy
+from zarrmount.options import MountOptions
+from zarrmount.store.local import LocalStore
+from zarrmount.vfs import Filesystem, FsError
+
+SHAPE, CHUNKS = (96, 384), (32, 128)  # 16 KiB chunks of 4-byte elements
+ROW = CHUNKS[1] * 4
+
+# name: (zarr_format, dtype, create_array keywords, decoded in part)
+SPECS = {
+    "v2-raw": (2, "<f4", {"compressors": None}, True),
+    "v2-blosc-lz4": (2, "<f4", {"compressors": numcodecs.Blosc("lz4", 5, 1)}, True),
+    "v2-blosc-zstd-big-endian": (2, ">i4", {"compressors": numcodecs.Blosc("zstd", 3, 0)}, True),
+    "v2-blosc-F-order": (2, "<f4", {"compressors": numcodecs.Blosc("lz4"), "order": "F"}, False),
+    "v2-filter-then-blosc": (
+        2,
+        "<i4",
+        {"filters": [numcodecs.Delta("<i4")], "compressors": numcodecs.Blosc("lz4")},
+        False,
+    ),
+    "v2-zlib": (2, "<f4", {"compressors": numcodecs.Zlib()}, False),
+    "v3-bytes": (3, "<u4", {"compressors": None}, True),
+    "v3-big-endian-blosc": (
+        3,
+        ">f4",
+        {"serializer": BytesCodec(endian="big"), "compressors": BloscCodec(cname="lz4")},
+        True,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    roots = {}
+    rng = np.random.default_rng(5)
+    for name, (fmt, dtype, kwargs, _) in SPECS.items():
+        root = str(tmp_path_factory.mktemp(name) / "data.zarr")
+        a = zarr.create_array(
+            root, shape=SHAPE, chunks=CHUNKS, dtype=dtype, zarr_format=fmt, **kwargs
+        )
+        values = np.cumsum(rng.integers(-3, 4, size=SHAPE), axis=1)
+        a[:] = values.astype(dtype)
+        a[64:, 256:] = 0  # one chunk of fill: not stored
+        roots[name] = root
+    return roots
+
+
+def oracle(root: str, name: str) -> bytes:
+    """zarr-python's values in the stored byte order (the file's bytes)."""
+    values = zarr.open_array(root, mode="r")[:]
+    return np.ascontiguousarray(values, dtype=SPECS[name][1]).tobytes()
+
+
+def make_fs(root: str, store=None) -> Filesystem:
+    dialect, node, pipeline = hierarchy.open_hierarchy(store or LocalStore(root))
+    return Filesystem(dialect, node, pipeline, MountOptions(cache_size=64 << 20))
+
+
+async def open_array(fs: Filesystem) -> int:
+    return fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+
+
+def small_reads(nbytes: int, count: int, seed: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    reads = [(0, 4096), (nbytes - 100, 100), (SHAPE[1] * 4 * 70 + 256 * 4, 64)]  # fill chunk
+    for _ in range(count):
+        offset = int(rng.integers(0, nbytes))
+        reads.append((offset, int(rng.integers(1, 600))))
+    return reads
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_small_cold_reads_equal_zarr(stores, name):
+    root = stores[name]
+    expected = oracle(root, name)
+    in_part = SPECS[name][3]
+
+    async def main():
+        fs = make_fs(root)
+        fh = await open_array(fs)
+        for offset, size in small_reads(len(expected), 40, 1):
+            got = bytes(await fs.read(fh, offset, size))
+            assert got == expected[offset : offset + size], (offset, size)
+        return fs.stats()
+
+    stats = trio.run(main)
+    if in_part:
+        assert stats["cache_partial_reads"] > 0
+    else:
+        assert stats["cache_partial_reads"] == 0
+
+
+def test_chunk_read_in_part_follows_into_the_cache(stores):
+    """The first small read decodes a part; the whole chunk then loads in the background,
+    and the next read of another row of it is a cache hit with no store access."""
+    name = "v2-blosc-lz4"
+    root = stores[name]
+    expected = oracle(root, name)
+    row = SHAPE[1] * 4
+
+    async def main():
+        fs = make_fs(root)
+        fh = await open_array(fs)
+        async with trio.open_nursery() as nursery:
+            fs.background.nursery = nursery
+            assert bytes(await fs.read(fh, 0, 64)) == expected[:64]
+            assert fs.stats()["cache_partial_reads"] == 1
+            with trio.fail_after(10):  # the part, then the whole chunk
+                while fs.stats()["store_gets"] < 2 or fs.stats()["cache_entries"] < 1:
+                    await trio.sleep(0.01)
+            gets = fs.stats()["store_gets"]
+            hits = fs.stats()["cache_hits"]
+            far = 20 * row + 64  # row 20 of chunk (0, 0): 2.5 KiB past the first part
+            assert bytes(await fs.read(fh, far, 64)) == expected[far : far + 64]
+            stats = fs.stats()
+            assert stats["store_gets"] == gets
+            assert stats["cache_hits"] == hits + 1
+            assert stats["cache_partial_reads"] == 1
+            fs.background.nursery = None
+
+    trio.run(main)
+
+
+def test_reads_of_a_chunk_already_loading_wait_for_it(stores):
+    name = "v2-raw"
+    root = stores[name]
+    expected = oracle(root, name)
+
+    async def main():
+        fs = make_fs(root)
+        fh = await open_array(fs)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fs.read, fh, 0, 40 * SHAPE[1] * 4)  # whole chunks: loads
+            await trio.testing.wait_all_tasks_blocked(cushion=0.0)
+            assert bytes(await fs.read(fh, 4, 8)) == expected[4:12]
+        return fs.stats()
+
+    stats = trio.run(main)
+    assert stats["cache_partial_reads"] == 0
+
+
+@pytest.mark.parametrize("name", ["v2-raw", "v2-blosc-lz4"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_damaged_chunk_fails_only_its_part_reads(tmp_path, stores, name, damage, caplog):
+    root = str(tmp_path / "copy.zarr")
+    shutil.copytree(stores[name], root)
+    expected = oracle(root, name)
+    path = os.path.join(root, "1.1")
+    with open(path, "rb") as f:
+        stored = f.read()
+    with open(path, "wb") as f:
+        f.write(b"\x02\x01" + bytes(100) if damage == "garbage" else stored[: len(stored) // 2])
+    chunk_start = 32 * SHAPE[1] * 4 + 128 * 4  # row 32, column 128: chunk (1, 1)
+
+    async def main():
+        fs = make_fs(root)
+        fh = await open_array(fs)
+        with pytest.raises(FsError) as e:
+            await fs.read(fh, chunk_start, 64)
+        assert e.value.errno == errno.EIO
+        assert bytes(await fs.read(fh, 0, 64)) == expected[:64]  # its neighbours still read
+
+    trio.run(main)
+    assert any("chunk 1.1:" in r.getMessage() for r in caplog.records)
