@@ -42,7 +42,7 @@ def data_of(kind: str, nbytes: int, seed: int) -> np.ndarray:
     shuffle=st.sampled_from([numcodecs.Blosc.NOSHUFFLE, numcodecs.Blosc.SHUFFLE]),
     typesize=st.sampled_from([1, 2, 4, 8, 16, 24]),
     elements=st.integers(1, 70_000),
-    blocksize=st.sampled_from([0, 256, 4096, 100_000]),
+    blocksize=st.sampled_from([0, 128, 256, 4096, 100_000]),
     kind=st.sampled_from(["field", "random", "zeros"]),
     clevel=st.sampled_from([0, 1, 5, 9]),
     data=st.data(),
@@ -58,7 +58,13 @@ def test_any_range_equals_whole_decode(
     lo = data.draw(st.integers(0, raw.nbytes - 1))
     hi = data.draw(st.integers(lo + 1, raw.nbytes))
     out = np.zeros(raw.nbytes, dtype=np.uint8)
-    decode_range(reader(frame), len(frame), lo, hi, out)
+    try:
+        decode_range(reader(frame), len(frame), lo, hi, out)
+    except Unsupported:  # only when the blocks needed are over a quarter of the chunk
+        block = int.from_bytes(frame[8:12], "little")
+        needed = min(-(-hi // block) * block, raw.nbytes) - lo // block * block
+        assert needed > raw.nbytes // 4
+        return
     assert np.array_equal(out[lo:hi], expected[lo:hi])
 
 
@@ -117,7 +123,7 @@ def test_frames_only_decoded_whole_say_so(codec):
     ["truncated", "short-header", "size", "stream"],
 )
 def test_damaged_frames_are_decode_errors(damage):
-    raw = data_of("field", 1 << 20, 4)
+    raw = data_of("field", 4 << 20, 4)
     frame = bytearray(numcodecs.Blosc(cname="lz4", clevel=5).encode(raw.view("<f4")))
     nbytes = raw.nbytes
     if damage == "truncated":

@@ -24,7 +24,13 @@ MIB = 1 << 20
 
 
 class CountingStore(LocalStore):
-    """Records every ``get``/``get_range`` with the number of bytes it returned."""
+    """Records every ``get``/``get_range`` with the number of bytes it returned.
+
+    Like a remote store, it reads no parts of values (``read_ranges``), so these requests
+    are those of whole (inner) chunks (tests/unit/test_vfs_partial.py has the parts).
+    """
+
+    reads_parts = False
 
     def __init__(self, root):
         super().__init__(root)

@@ -16,21 +16,31 @@ import pytest
 import trio
 import trio.testing
 import zarr
-from zarr.codecs import BloscCodec, BytesCodec
+from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
 
 from zarrmount import hierarchy
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
 from zarrmount.vfs import Filesystem, FsError
 
-SHAPE, CHUNKS = (96, 384), (32, 128)  # 16 KiB chunks of 4-byte elements
-ROW = CHUNKS[1] * 4
+SHAPE, CHUNKS = (256, 2048), (128, 1024)  # 512 KiB chunks of 4-byte elements
+ROW = SHAPE[1] * 4
+# c-blosc makes blocks of lz4 with byte shuffle at least 64 KiB whatever is asked; by
+# default a 512 KiB chunk is one block, and decoding it is decoding the chunk.
+SMALL_BLOCKS = 16384
 
 # name: (zarr_format, dtype, create_array keywords, decoded in part)
 SPECS = {
     "v2-raw": (2, "<f4", {"compressors": None}, True),
-    "v2-blosc-lz4": (2, "<f4", {"compressors": numcodecs.Blosc("lz4", 5, 1)}, True),
-    "v2-blosc-zstd-big-endian": (2, ">i4", {"compressors": numcodecs.Blosc("zstd", 3, 0)}, True),
+    "v2-blosc-lz4": (2, "<f4", {"compressors": numcodecs.Blosc("lz4", 5, 1, SMALL_BLOCKS)}, True),
+    "v2-blosc-zstd-big-endian": (
+        2,
+        ">i4",
+        {"compressors": numcodecs.Blosc("zstd", 3, 0, SMALL_BLOCKS)},
+        True,
+    ),
+    # one block per chunk: decoded whole
+    "v2-blosc-one-block": (2, "<f4", {"compressors": numcodecs.Blosc("lz4")}, False),
     "v2-blosc-F-order": (2, "<f4", {"compressors": numcodecs.Blosc("lz4"), "order": "F"}, False),
     "v2-filter-then-blosc": (
         2,
@@ -40,10 +50,24 @@ SPECS = {
     ),
     "v2-zlib": (2, "<f4", {"compressors": numcodecs.Zlib()}, False),
     "v3-bytes": (3, "<u4", {"compressors": None}, True),
+    "v3-sharded-blosc": (
+        3,
+        "<f4",
+        {
+            "shards": (128, 2048),
+            "compressors": BloscCodec(cname="lz4", shuffle="shuffle", blocksize=SMALL_BLOCKS),
+        },
+        True,
+    ),
+    "v3-sharded-bytes": (3, "<i4", {"shards": (128, 2048), "compressors": None}, True),
+    "v3-sharded-zstd": (3, "<f4", {"shards": (128, 2048), "compressors": ZstdCodec()}, False),
     "v3-big-endian-blosc": (
         3,
         ">f4",
-        {"serializer": BytesCodec(endian="big"), "compressors": BloscCodec(cname="lz4")},
+        {
+            "serializer": BytesCodec(endian="big"),
+            "compressors": BloscCodec(cname="lz4", blocksize=SMALL_BLOCKS),
+        },
         True,
     ),
 }
@@ -60,7 +84,7 @@ def stores(tmp_path_factory):
         )
         values = np.cumsum(rng.integers(-3, 4, size=SHAPE), axis=1)
         a[:] = values.astype(dtype)
-        a[64:, 256:] = 0  # one chunk of fill: not stored
+        a[128:, 1024:] = 0  # chunk (1, 1) is all fill: not stored
         roots[name] = root
     return roots
 
@@ -82,7 +106,7 @@ async def open_array(fs: Filesystem) -> int:
 
 def small_reads(nbytes: int, count: int, seed: int) -> list[tuple[int, int]]:
     rng = np.random.default_rng(seed)
-    reads = [(0, 4096), (nbytes - 100, 100), (SHAPE[1] * 4 * 70 + 256 * 4, 64)]  # fill chunk
+    reads = [(0, 4096), (nbytes - 100, 100), (200 * ROW + 1500 * 4, 64)]  # fill chunk
     for _ in range(count):
         offset = int(rng.integers(0, nbytes))
         reads.append((offset, int(rng.integers(1, 600))))
@@ -116,7 +140,7 @@ def test_chunk_read_in_part_follows_into_the_cache(stores):
     name = "v2-blosc-lz4"
     root = stores[name]
     expected = oracle(root, name)
-    row = SHAPE[1] * 4
+    row = ROW
 
     async def main():
         fs = make_fs(root)
@@ -150,7 +174,7 @@ def test_reads_of_a_chunk_already_loading_wait_for_it(stores):
         fs = make_fs(root)
         fh = await open_array(fs)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(fs.read, fh, 0, 40 * SHAPE[1] * 4)  # whole chunks: loads
+            nursery.start_soon(fs.read, fh, 0, 40 * ROW)  # much of two chunks: loads them
             await trio.testing.wait_all_tasks_blocked(cushion=0.0)
             assert bytes(await fs.read(fh, 4, 8)) == expected[4:12]
         return fs.stats()
@@ -165,12 +189,12 @@ def test_damaged_chunk_fails_only_its_part_reads(tmp_path, stores, name, damage,
     root = str(tmp_path / "copy.zarr")
     shutil.copytree(stores[name], root)
     expected = oracle(root, name)
-    path = os.path.join(root, "1.1")
+    path = os.path.join(root, "1.0")
     with open(path, "rb") as f:
         stored = f.read()
     with open(path, "wb") as f:
         f.write(b"\x02\x01" + bytes(100) if damage == "garbage" else stored[: len(stored) // 2])
-    chunk_start = 32 * SHAPE[1] * 4 + 128 * 4  # row 32, column 128: chunk (1, 1)
+    chunk_start = 128 * ROW + 64  # row 128, column 16: chunk (1, 0)
 
     async def main():
         fs = make_fs(root)
@@ -181,4 +205,51 @@ def test_damaged_chunk_fails_only_its_part_reads(tmp_path, stores, name, damage,
         assert bytes(await fs.read(fh, 0, 64)) == expected[:64]  # its neighbours still read
 
     trio.run(main)
-    assert any("chunk 1.1:" in r.getMessage() for r in caplog.records)
+    assert any("chunk 1.0:" in r.getMessage() for r in caplog.records)
+
+
+class RecordingStore(LocalStore):
+    """Records ``get_range`` calls and reads of parts as ``(kind, key, start, got)``."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.requests: list[tuple[str, str, int, int]] = []
+
+    def get_range(self, key, start, length, **kw):
+        value = super().get_range(key, start, length, **kw)
+        self.requests.append(("get_range", key, start, len(value or b"")))
+        return value
+
+    def read_ranges(self, key, use):
+        def recorded(size, read):
+            def logged(start, length):
+                value = read(start, length)
+                self.requests.append(("read", key, start, len(value)))
+                return value
+
+            return use(size, logged)
+
+        return super().read_ranges(key, recorded)
+
+
+def test_small_read_in_a_shard_reads_its_index_and_one_block(stores):
+    name = "v3-sharded-blosc"
+    root = stores[name]
+    expected = oracle(root, name)
+    store = RecordingStore(root)
+    shard = os.path.join(root, "c", "0", "0")
+    offset = 5 * ROW + 1100 * 4  # row 5, column 1100: inner chunk (0, 1) of shard (0, 0)
+
+    async def main():
+        fs = make_fs(root, store)
+        fh = await open_array(fs)
+        store.requests.clear()
+        assert bytes(await fs.read(fh, offset, 64)) == expected[offset : offset + 64]
+        return fs.stats()
+
+    stats = trio.run(main)
+    index, *parts = store.requests
+    assert index[:2] == ("get_range", "c/0/0"), store.requests
+    assert parts and all(r[:2] == ("read", "c/0/0") for r in parts), store.requests
+    assert sum(r[3] for r in parts) < os.path.getsize(shard) / 8, store.requests
+    assert stats["cache_partial_reads"] == 1

@@ -25,6 +25,9 @@ _DOSHUFFLE, _MEMCPYED, _DOBITSHUFFLE, _FUTURE, _DONT_SPLIT = 0x1, 0x2, 0x4, 0x8,
 _MAX_SPLITS, _MIN_SPLIT = 16, 128  # blosc splits a block into typesize streams within these
 _LZ4, _ZLIB, _ZSTD = 1, 3, 4  # compressor formats (flags >> 5) decoded here
 _MAX_VERSION = 2  # blosc 1.x writes format versions 1 and 2
+# Decoding in part pays when the blocks needed are at most this part of the chunk (a 1 MiB
+# chunk has two 512 KiB blocks for lz4: better read and cache it whole at once).
+_WORTH = 4
 
 
 class Frame:
@@ -65,7 +68,8 @@ def decode_range(read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> 
     """Decode bytes ``[lo, hi)`` of the chunk stored as ``size`` bytes into the same
     places of ``out`` (a flat uint8 array of the chunk's size), decompressing only the
     blocks that hold them; other bytes of ``out`` may change. Raises
-    :class:`Unsupported` or :class:`ChunkDecodeError`."""
+    :class:`Unsupported` (also when those blocks are much of the chunk) or
+    :class:`ChunkDecodeError`."""
     frame = Frame(read(0, HEADER))
     if frame.cbytes > size:
         raise ChunkDecodeError(f"blosc frame of {frame.cbytes} bytes stored in {size}")
@@ -76,6 +80,8 @@ def decode_range(read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> 
     first, last = lo // frame.blocksize, (hi - 1) // frame.blocksize
     start = first * frame.blocksize
     stop = start + sum(frame.block_size(j) for j in range(first, last + 1))
+    if stop - start > frame.nbytes // _WORTH:
+        raise Unsupported(f"blocks of {stop - start} of {frame.nbytes} bytes")
     if frame.memcpyed:
         _exact(read, HEADER + start, stop - start, out[start:stop])
         return

@@ -345,12 +345,13 @@ class V3Pipeline(Pipeline):
                 self.layout.assemble,
             )
         else:
-            self.chain = chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
-            if isinstance(chain.to_bytes, _BytesCodec) and not chain.array_codecs:
-                if not chain.bytes_codecs:
-                    self.decode_range = stored_range
-                elif len(chain.bytes_codecs) == 1 and isinstance(chain.bytes_codecs[0], _Blosc):
-                    self.decode_range = blosc_blocks.decode_range
+            self.chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)
+        chain = self.chain  # of a chunk, or an inner chunk
+        if isinstance(chain.to_bytes, _BytesCodec) and not chain.array_codecs:
+            if not chain.bytes_codecs:
+                self.decode_range = stored_range
+            elif len(chain.bytes_codecs) == 1 and isinstance(chain.bytes_codecs[0], _Blosc):
+                self.decode_range = blosc_blocks.decode_range
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         return self.chain.decode(raw, out)

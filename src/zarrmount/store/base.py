@@ -23,6 +23,7 @@ class Store(ABC):
 
     url: str
     remote = False  # remote stores get deadlines and more concurrent requests
+    reads_parts = False  # read_ranges works, and parts of a value cost less than all of it
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
@@ -65,9 +66,9 @@ class Store(ABC):
         self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
     ) -> T | None:
         """``use(size, read)`` with ``read(offset, length)`` reading parts of ``key``'s
-        value, or ``None`` if the key is missing; ``NotImplemented`` where parts of a value
-        cost as much as all of it (remote stores: a request each)."""
-        return NotImplemented
+        value, or ``None`` if the key is missing. Only stores with ``reads_parts``: for
+        others (remote ones: a request each) parts of a value cost as much as all of it."""
+        raise NotImplementedError
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections or handles."""

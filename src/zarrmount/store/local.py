@@ -17,6 +17,8 @@ class LocalStore(Store):
     Local calls have no deadline: ``deadline_s`` is accepted and ignored.
     """
 
+    reads_parts = True
+
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self.url = self.root

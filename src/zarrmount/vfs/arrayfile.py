@@ -7,6 +7,7 @@ import errno
 import functools
 import logging
 import math
+from typing import NamedTuple
 
 import numpy as np
 import trio
@@ -14,7 +15,7 @@ import trio
 from zarrmount.cache import BufferPool, ChunkCache, Loaded
 from zarrmount.cache.prefetch import ReadAhead
 from zarrmount.codecs import ChunkDecodeError, Pipeline
-from zarrmount.codecs.base import Unsupported, raw_dtype
+from zarrmount.codecs.base import Reader, Unsupported, raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
 from zarrmount.layout import Planner, chunks_touched
@@ -45,6 +46,37 @@ PART_FRACTION = 8
 # At most this many such background loads at once per file: a random reader must not
 # queue more decoding than the decoding threads can follow.
 FOLLOW_LIMIT = 8
+
+
+class _Part(NamedTuple):
+    """A read of bytes ``[lo, hi)`` of a chunk from part of its stored value: all of the
+    value under ``key``, or for an inner chunk ``length`` bytes from ``offset`` in its
+    shard (``shard`` at ``generation``)."""
+
+    key: str
+    lo: int
+    hi: int
+    offset: int = 0
+    length: int | None = None
+    shard: tuple[int, ...] | None = None
+    generation: int = 0
+
+
+def _read_within(read: Reader, base: int, size: int, at: int, n: int) -> bytes:
+    """Read from an inner chunk's own bytes, ``size`` of them from ``base``."""
+    return read(base + at, max(0, min(n, size - at)))
+
+
+class _Counted:
+    """A reader that counts the bytes it returns (the store statistics' get bytes)."""
+
+    def __init__(self, read: Reader) -> None:
+        self.read, self.nbytes = read, 0
+
+    def __call__(self, at: int, n: int) -> bytes:
+        got = self.read(at, n)
+        self.nbytes += len(got)
+        return got
 
 
 class Background:
@@ -88,9 +120,7 @@ class ArrayFile:
         self._sharding = pipeline.sharding
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self._planner = Planner(meta.shape, meta.chunks)
-        self._by_parts = (
-            pipeline.decode_range is not None and self._sharding is None and not store.store.remote
-        )
+        self._by_parts = pipeline.decode_range is not None and store.store.reads_parts
         self._chunk_steps = [math.prod(meta.chunks[i + 1 :]) for i in range(len(meta.chunks))]
         self._following = 0
         self.background = background
@@ -130,7 +160,7 @@ class ArrayFile:
         buffers = [self.pool.take(nbytes) for _ in range(count)]
         try:
             scratch(STORED, nbytes)
-            if self._sharding is None and buffers:
+            if buffers:  # for shards: their inner chunks' codecs
                 stored = self.pipeline.encode(self._fill)
                 self.pipeline.decode(stored, buffers[0])
                 if self._by_parts:
@@ -276,7 +306,7 @@ class ArrayFile:
         lent: list = []
         if not missing:
             return found, pinned, lent
-        parts = self._parts(plan, missing)
+        parts = await self._parts(plan, missing)
         errors: list[FsError] = []
 
         async def load(coords: tuple[int, ...]) -> None:
@@ -286,17 +316,20 @@ class ArrayFile:
             except FsError as e:
                 errors.append(e)
 
-        async def load_parts(spans: dict) -> None:
+        async def load_parts(share: dict[tuple[int, ...], _Part]) -> None:
             try:
-                got = await trio.to_thread.run_sync(self._read_parts, spans, lent)
+                got = await trio.to_thread.run_sync(self._read_parts, share, lent)
             except FsError as e:
                 errors.append(e)
                 return
+            for coords, part in share.items():
+                if part.shard is not None and self._changed(part.shard, part.generation):
+                    got.pop(coords, None)  # the shard was rewritten meanwhile
             self.cache.stats.partial += len(got)
-            for coords in got:
-                self.store.count_get(spans[coords][1] - spans[coords][0])
-            found.update(got)
-            for coords in spans.keys() - got.keys():  # decoded whole after all
+            for coords, (chunk, nread) in got.items():
+                self.store.count_get(nread)
+                found[coords] = chunk
+            for coords in share.keys() - got.keys():  # decoded whole after all
                 await load(coords)
 
         try:
@@ -320,14 +353,14 @@ class ArrayFile:
                 self._following += self.background.start_soon(self._follow, coords)
         return found, pinned, lent
 
-    def _parts(self, plan: dict, missing: list) -> dict[tuple[int, ...], tuple[int, int]]:
-        """The byte spans ``[lo, hi)`` to decode of those ``missing`` chunks that are
-        cheaper read in part than whole (none already loading)."""
+    async def _parts(self, plan: dict, missing: list) -> dict[tuple[int, ...], _Part]:
+        """Where to read those ``missing`` chunks that cost less read in part than whole
+        (none already loading or being written back)."""
         if not self._by_parts:
             return {}
         limit = self.meta.chunk_nbytes // PART_FRACTION
         isz, steps = self.meta.itemsize, self._chunk_steps
-        spans = {}
+        parts = {}
         for coords in missing:
             if self.cache.loading((self.path, coords)) or coords in self._busy:
                 continue
@@ -336,38 +369,73 @@ class ArrayFile:
                 first = sum(s.start * n for s, n in zip(c.chunk_sel, steps, strict=True))
                 last = sum((s.stop - 1) * n for s, n in zip(c.chunk_sel, steps, strict=True))
                 lo, hi = min(lo, first * isz), max(hi, (last + 1) * isz)
-            if hi - lo <= limit:
-                spans[coords] = (lo, hi)
-        return spans
+            if hi - lo > limit:
+                continue
+            if self._sharding is None:
+                parts[coords] = _Part(self._key(coords), lo, hi)
+            elif (inner := await self._inner_place(coords)) is not None:
+                parts[coords] = inner._replace(lo=lo, hi=hi)
+        return parts
 
-    def _read_parts(self, spans: dict, lent: list) -> dict[tuple[int, ...], np.ndarray]:
-        """In a worker thread: decode each span into a pool buffer (lent until copied);
-        chunks that are missing, or whose stored form only decodes whole, are left out."""
+    async def _inner_place(self, coords: tuple[int, ...]) -> _Part | None:
+        """Where an inner chunk lies in its shard, by the shard's (cached) index; None when
+        the normal path had better handle it (no shard, no such chunk, a shard being
+        rewritten, an index that fails: that path reports it)."""
+        key, local = self._locate(coords)
+        shard = self._shard_of(coords)
+        if shard in self._busy:
+            return None
+        generation = self._generation.get(shard, 0)
+        try:
+            index = await self.cache.get((self.path, "index", key), lambda: self._load_index(key))
+        except (StoreError, ChunkDecodeError):
+            return None
+        if index.size == 0 or self._changed(shard, generation):
+            return None
+        offset, length = (int(v) for v in index[local])
+        if offset == MISSING and length == MISSING:
+            return None
+        return _Part(key, 0, 0, offset, length, shard, generation)
+
+    def _changed(self, shard: tuple[int, ...], generation: int) -> bool:
+        return shard in self._busy or self._generation.get(shard, 0) != generation
+
+    def _read_parts(self, parts: dict, lent: list) -> dict[tuple[int, ...], tuple[np.ndarray, int]]:
+        """In a worker thread: decode each part into a pool buffer (lent until copied);
+        returns each chunk so read, with the stored bytes read for it. Chunks that are
+        missing, or whose stored form only decodes whole, are left out."""
         nbytes = self.meta.chunk_nbytes
         got = {}
-        for coords, (lo, hi) in spans.items():
-            key = self._key(coords)
+        for coords, part in parts.items():
             buffer = self.pool.take(nbytes)
-
-            def part(size: int, read, lo=lo, hi=hi, buffer=buffer) -> bool:
-                try:
-                    self.pipeline.decode_part(read, size, lo, hi, buffer)
-                except Unsupported:
-                    return False
-                return True
-
             try:
-                done = self.store.store.read_ranges(key, part)
+                use = functools.partial(self._decode_part, part, buffer)
+                nread = self.store.store.read_ranges(part.key, use)
             except (StoreError, ChunkDecodeError) as e:
                 self.pool.give(buffer)
-                log.error("chunk %s: %s", key, e)
-                raise FsError(errno.EIO, f"chunk {key}: {e}") from e
-            if done:
+                log.error("chunk %s: %s", part.key, e)
+                raise FsError(errno.EIO, f"chunk {part.key}: {e}") from e
+            if nread:
                 lent.append(buffer)
-                got[coords] = buffer.view(self._raw).reshape(self.meta.chunks)
+                got[coords] = buffer.view(self._raw).reshape(self.meta.chunks), nread
             else:
                 self.pool.give(buffer)
         return got
+
+    def _decode_part(self, part: _Part, buffer: np.ndarray, size: int, read: Reader) -> int | None:
+        """Decode ``part`` from a stored value of ``size`` bytes; the bytes it read, or
+        None when it decodes only whole."""
+        if part.length is not None:  # an inner chunk: its own bytes within the shard
+            if part.offset + part.length > size:
+                raise ChunkDecodeError("shard ends before inner chunk")
+            base, size = part.offset, part.length
+            read = functools.partial(_read_within, read, base, size)
+        counted = _Counted(read)
+        try:
+            self.pipeline.decode_part(counted, size, part.lo, part.hi, buffer)
+        except Unsupported:
+            return None
+        return counted.nbytes
 
     async def _follow(self, coords: tuple[int, ...]) -> None:
         """Load a chunk read in part into the cache: its neighbours are likely next."""
