@@ -6,6 +6,7 @@ pre-touched buffer and why every cold measurement drops the page cache first.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import statistics
@@ -273,6 +274,21 @@ def random_latencies(path: Path, offsets: list[int], size: int = 4096) -> list[f
         return out
     finally:
         os.close(fd)
+
+
+def wait_for_loads(mnt: Path, timeout: float = 30.0) -> None:
+    """Until the zarrmount daemon at ``mnt`` has no chunk load in flight (its statistics
+    xattr); at once for a mount without one (the ceiling)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            stats = json.loads(os.getxattr(mnt, "user.zarrmount.stats"))
+        except OSError:
+            return
+        if not stats.get("cache_loading"):
+            return
+        time.sleep(0.01)
+    raise BenchError(f"chunk loads at {mnt} still in flight after {timeout:.0f} s")
 
 
 def time_to_first_byte(path: Path) -> float:

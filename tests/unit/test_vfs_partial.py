@@ -149,8 +149,10 @@ def test_chunk_read_in_part_follows_into_the_cache(stores):
             fs.background.nursery = nursery
             assert bytes(await fs.read(fh, 0, 64)) == expected[:64]
             assert fs.stats()["cache_partial_reads"] == 1
-            with trio.fail_after(10):  # the part, then the whole chunk
-                while fs.stats()["store_gets"] < 2 or fs.stats()["cache_entries"] < 1:
+            await trio.testing.wait_all_tasks_blocked()
+            assert fs.stats()["cache_loading"] == 1  # the whole chunk, following
+            with trio.fail_after(10):
+                while fs.stats()["cache_loading"]:
                     await trio.sleep(0.01)
             gets = fs.stats()["store_gets"]
             hits = fs.stats()["cache_hits"]

@@ -104,6 +104,11 @@ class ChunkCache:
     def loading(self, key: Hashable) -> bool:
         return key in self._flights
 
+    @property
+    def in_flight(self) -> int:
+        """Loads under way (statistics)."""
+        return len(self._flights)
+
     def peek(self, key: Hashable) -> Any | None:
         found = self.entry(key)
         return None if found is None else found.value

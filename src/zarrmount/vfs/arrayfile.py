@@ -43,9 +43,10 @@ WARM_CHUNKS = 16
 # whole chunk follows into the cache in the background: a first read, or a random one,
 # costs a block's decoding instead of a chunk's.
 PART_FRACTION = 8
-# At most this many such background loads at once per file: a random reader must not
-# queue more decoding than the decoding threads can follow.
-FOLLOW_LIMIT = 8
+# At most this many such background loads pending per file: a random reader touching
+# many chunks queues their decoding (as it would have done in the foreground), but not
+# without bound; a chunk skipped is read in part again, and may follow next time.
+FOLLOW_LIMIT = 64
 
 
 class _Part(NamedTuple):

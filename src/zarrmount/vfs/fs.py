@@ -355,6 +355,7 @@ class Filesystem:
             "cache_evictions": c.evictions,
             "cache_load_errors": c.load_errors,
             "cache_partial_reads": c.partial,
+            "cache_loading": self.cache.in_flight,
             "cache_used_bytes": self.cache.used,
             "cache_capacity_bytes": self.cache.capacity,
             "cache_entries": len(self.cache),
