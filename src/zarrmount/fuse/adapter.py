@@ -73,7 +73,8 @@ class ReplyBuffers:
     SIZE = (1 << 20) + (1 << 16)  # the largest FUSE read, plus room for element rounding
 
     def __init__(self) -> None:
-        self._free: list[np.ndarray] = []
+        # one made at start: a first read does not wait for fresh memory
+        self._free: list[np.ndarray] = [aligned_empty(self.SIZE)]
         self._sent: list[np.ndarray] = []
 
     def take(self) -> np.ndarray:
