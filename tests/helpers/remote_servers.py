@@ -599,14 +599,16 @@ class FaultProxy:
             req.send_header(k, v)
         if req.command != "HEAD":
             req.send_header("Content-Length", str(len(data)))
+        # Logged before the headers go out: an answer with no body (HEAD, PUT, DELETE) is
+        # complete for the client with them, and it may look at the log at once.
         if req.command == "HEAD":
-            self._log(req, str(resp.status))  # before the client can see the answer
+            self._log(req, str(resp.status))
             req.end_headers()
             return
-        req.end_headers()
         if rule is not None and rule.mode == "reset":
             part = data[: int(len(data) * rule.fraction)]
             self._log(req, "reset", len(part))
+            req.end_headers()
             with contextlib.suppress(OSError):
                 req.wfile.write(part)
                 req.wfile.flush()
@@ -614,6 +616,7 @@ class FaultProxy:
             _reset(req.connection)
             return
         self._log(req, str(resp.status), len(data))
+        req.end_headers()
         req.wfile.write(data)
 
     def __enter__(self) -> FaultProxy:

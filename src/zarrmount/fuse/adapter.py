@@ -167,7 +167,7 @@ class Operations(pyfuse3.Operations):
 
     @_guard
     async def fsync(self, fh, datasync):
-        await self.fs.flush(fh)
+        await self.fs.fsync(fh)
 
     @_guard
     async def release(self, fh):

@@ -26,6 +26,7 @@ class StoreStats:
     sets: int = 0
     set_bytes: int = 0
     deletes: int = 0
+    synced: int = 0  # keys made durable by fsync (local stores)
     errors: int = 0
 
 
@@ -97,6 +98,10 @@ class AsyncStore:
     async def delete(self, key: str) -> None:
         await self._run(self.store.delete, key)
         self.stats.deletes += 1
+
+    async def sync(self, keys: list[str]) -> None:
+        await self._run(self.store.sync, keys)
+        self.stats.synced += len(keys)
 
     def count_get(self, nbytes: int | None) -> None:
         """Account for a get done by a caller's own worker thread (fetch and decode in one)."""

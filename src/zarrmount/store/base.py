@@ -8,7 +8,7 @@ threads (see :mod:`zarrmount.store.aio`), which keeps the store usable without F
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -69,6 +69,12 @@ class Store(ABC):
         value, or ``None`` if the key is missing. Only stores with ``reads_parts``: for
         others (remote ones: a request each) parts of a value cost as much as all of it."""
         raise NotImplementedError
+
+    def sync(self, keys: Iterable[str]) -> None:  # noqa: B027 - most stores need nothing
+        """Make the earlier sets and deletes of ``keys`` survive a crash (fsync).
+
+        Object stores need nothing: a PUT or DELETE they acknowledged is durable.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections or handles."""

@@ -6,7 +6,7 @@ import contextlib
 import errno
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from zarrmount.store.base import Store, StoreError, T
 
@@ -104,6 +104,23 @@ class LocalStore(Store):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
 
+    def sync(self, keys: Iterable[str]) -> None:
+        """fsync each key's file, then its directory and every one above it up to the
+        root: they hold the rename that put the file in place (or the unlink that removed
+        it) and the directories made for it."""
+        directories: set[str] = set()
+        for key in keys:
+            path = self._path(key)
+            with contextlib.suppress(FileNotFoundError):  # deleted: its directory says so
+                _fsync(path, key)
+            directory = os.path.dirname(path)
+            while directory.startswith(self.root) and directory not in directories:
+                directories.add(directory)
+                directory = os.path.dirname(directory)
+        for directory in sorted(directories, key=len, reverse=True):
+            with contextlib.suppress(FileNotFoundError):  # a delete of a key never stored
+                _fsync(directory, os.path.relpath(directory, self.root) + "/")
+
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
         try:
@@ -114,3 +131,17 @@ class LocalStore(Store):
             if e.errno == errno.EACCES:
                 raise StoreError(f"{prefix or '/'}: permission denied") from e
             raise StoreError(f"{prefix or '/'}: {e.strerror}") from e
+
+
+def _fsync(path: str, name: str) -> None:
+    """fsync ``path``: FileNotFoundError if it is missing, StoreError for other failures."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise StoreError(f"{name}: fsync failed: {e.strerror}") from e

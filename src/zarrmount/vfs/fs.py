@@ -231,6 +231,12 @@ class Filesystem:
         if isinstance(array, WritableArrayFile):
             await array.flush()
 
+    async def fsync(self, fh: int) -> None:
+        """fsync and fdatasync: this file's data stored and, where the store can, durable."""
+        array = self._handles.get(fh)
+        if isinstance(array, WritableArrayFile):
+            await array.sync()
+
     async def release(self, fh: int) -> None:
         array = self._handles.pop(fh, None)
         if isinstance(array, WritableArrayFile) and array not in self._handles.values():
@@ -253,11 +259,12 @@ class Filesystem:
         return self.getattr(ino)
 
     async def flush_all(self) -> int:
-        """Store every dirty chunk of every file; returns how many files failed."""
+        """Store every dirty chunk of every file and make it durable, as unmounting a
+        filesystem does; returns how many files failed."""
         failed = 0
         for array in self._writable:
             try:
-                await array.flush()
+                await array.sync()
             except FsError as e:
                 failed += 1
                 log.error("%s: %s", array.path, e)
@@ -348,6 +355,7 @@ class Filesystem:
             "store_sets": s.sets,
             "store_set_bytes": s.set_bytes,
             "store_deletes": s.deletes,
+            "store_synced": s.synced,
             "cache_dirty_bytes": self.cache.dirty_bytes,
             "cache_hits": c.hits,
             "cache_misses": c.misses,

@@ -45,6 +45,7 @@ class WritableArrayFile(ArrayFile):
         self.mtime_ns = time.time_ns()
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
+        self._unsynced: set[str] = set()  # store keys written since the last sync
 
     # -- units: what one stored object holds -----------------------------------
 
@@ -152,6 +153,20 @@ class WritableArrayFile(ArrayFile):
             err, self.error = self.error, None
             raise FsError(err, f"write-back of {self.path} failed")
 
+    async def sync(self) -> None:
+        """fsync: store every dirty chunk, then make durable every object stored since
+        the last sync, written back on pressure or by the timer included."""
+        await self.flush()
+        keys, self._unsynced = self._unsynced, set()
+        if not keys:
+            return
+        try:
+            await self.store.sync(sorted(keys))
+        except Exception as e:
+            self._unsynced |= keys  # the next fsync tries them all again
+            log.error("fsync of %s failed: %s", self.path, e)
+            raise FsError(_errno_of(e), f"fsync of {self.path} failed") from e
+
     async def _write_back(self, unit: Coords) -> None:
         await self._idle(unit)
         keys = [k for k in self.cache.dirty(owner=self) if self._unit(k[1]) == unit]
@@ -190,6 +205,7 @@ class WritableArrayFile(ArrayFile):
             await self.store.delete(key)
         else:
             await self.store.set(key, raw)
+        self._unsynced.add(key)
 
     async def _shard(self, shard: Coords, store_key: str, keys: list) -> bytes | None:
         """The new shard: dirty inner chunks encoded, the others copied from the old shard."""
