@@ -70,6 +70,7 @@ from _bench_sys import (
     Mount,
     cold_start,
     cpu_seconds,
+    daemon_stats,
     drop_caches,
     log,
     own_cpu_seconds,
@@ -165,11 +166,19 @@ class Run:
         # loads in the background: the timed reads start once those loads are done
         wait_for_loads(self.mnt)
         drop_caches()
+        before = daemon_stats(self.mnt)
         lat = random_latencies(path, self.offsets)
+        after = daemon_stats(self.mnt)
         p50, p99 = percentile(lat, 50), percentile(lat, 99)
         self.record(variant, "p50_us", p50 * 1e6)
         self.record(variant, "p99_us", p99 * 1e6)
-        log(f"  {variant:<10} random 4 KiB: p50 {p50 * 1e6:6.1f} us   p99 {p99 * 1e6:6.1f} us")
+        served = ""
+        if before is not None and after is not None:  # were the chunks really cached?
+            hits, misses, parts = (after[k] - before[k] for k in
+                                   ("cache_hits", "cache_misses", "cache_partial_reads"))
+            served = f"   (chunk cache: {hits} hits, {misses} misses, {parts} read in part)"
+        log(f"  {variant:<10} random 4 KiB: p50 {p50 * 1e6:6.1f} us   p99 {p99 * 1e6:6.1f} us"
+            + served)
 
     def ceiling(self) -> None:
         with CeilingMount(self.mnt, self.nbytes, CEILING_READ_AHEAD_KB) as c:

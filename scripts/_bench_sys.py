@@ -276,16 +276,22 @@ def random_latencies(path: Path, offsets: list[int], size: int = 4096) -> list[f
         os.close(fd)
 
 
+def daemon_stats(mnt: Path) -> dict | None:
+    """The statistics of the zarrmount daemon at ``mnt``; None for a mount without (the
+    ceiling)."""
+    try:
+        return json.loads(os.getxattr(mnt, "user.zarrmount.stats"))
+    except OSError:
+        return None
+
+
 def wait_for_loads(mnt: Path, timeout: float = 30.0) -> None:
-    """Until the zarrmount daemon at ``mnt`` has no chunk load in flight (its statistics
-    xattr); at once for a mount without one (the ceiling)."""
+    """Until the zarrmount daemon at ``mnt`` has no chunk load in flight; at once for a
+    mount without statistics."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            stats = json.loads(os.getxattr(mnt, "user.zarrmount.stats"))
-        except OSError:
-            return
-        if not stats.get("cache_loading"):
+        stats = daemon_stats(mnt)
+        if stats is None or not stats.get("cache_loading"):
             return
         time.sleep(0.01)
     raise BenchError(f"chunk loads at {mnt} still in flight after {timeout:.0f} s")

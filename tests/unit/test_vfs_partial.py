@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 import zarr
-from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ZstdCodec
 
 from zarrmount import hierarchy
 from zarrmount.options import MountOptions
@@ -49,6 +49,16 @@ SPECS = {
         False,
     ),
     "v2-zlib": (2, "<f4", {"compressors": numcodecs.Zlib()}, False),
+    "v2-zstd": (2, "<f4", {"compressors": numcodecs.Zstd(level=3)}, True),
+    "v2-zstd-F-order": (2, "<i4", {"compressors": numcodecs.Zstd(), "order": "F"}, False),
+    "v3-zstd": (3, "<i4", {"compressors": ZstdCodec()}, True),
+    "v3-zstd-big-endian": (
+        3,
+        ">u2",
+        {"serializer": BytesCodec(endian="big"), "compressors": ZstdCodec(level=5)},
+        True,
+    ),
+    "v3-zstd-crc32c": (3, "<f4", {"compressors": [ZstdCodec(), Crc32cCodec()]}, False),
     "v3-bytes": (3, "<u4", {"compressors": None}, True),
     "v3-sharded-blosc": (
         3,
@@ -60,7 +70,7 @@ SPECS = {
         True,
     ),
     "v3-sharded-bytes": (3, "<i4", {"shards": (128, 2048), "compressors": None}, True),
-    "v3-sharded-zstd": (3, "<f4", {"shards": (128, 2048), "compressors": ZstdCodec()}, False),
+    "v3-sharded-zstd": (3, "<f4", {"shards": (128, 2048), "compressors": ZstdCodec()}, True),
     "v3-big-endian-blosc": (
         3,
         ">f4",

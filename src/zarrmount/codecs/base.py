@@ -81,8 +81,10 @@ class Pipeline(ABC):
     sharding: ShardIndexSpec | None = None
     # decode_range(read, stored_size, lo, hi, out): bytes [lo, hi) of the decoded chunk
     # into the same places of ``out`` from parts of the stored chunk, where the codecs
-    # allow (stored as is, or blosc); see decode_part.
+    # allow (stored as is, blosc, zstd); see decode_part.
     decode_range: Callable[[Reader, int, int, int, np.ndarray], None] | None = None
+    # True when decode_range decodes from the chunk's start (a zstd frame) up to ``hi``
+    decodes_from_start = False
     # True when a chunk's stored bytes are its C-order bytes, so they need no decoding
     passthrough: bool = False
 
@@ -101,6 +103,10 @@ class Pipeline(ABC):
     def encode(self, chunk: np.ndarray) -> bytes:
         """The stored form of ``chunk`` (any strides; viewed as the file's dtype)."""
         return self._encode(chunk.view(self.meta.dtype))
+
+    def part_cost(self, lo: int, hi: int) -> int:
+        """The decoded bytes a part ``[lo, hi)`` costs to get."""
+        return hi if self.decodes_from_start else hi - lo
 
     def decode_part(self, read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> None:
         """Bytes ``[lo, hi)`` of a chunk stored as ``size`` bytes, put in place in ``out``

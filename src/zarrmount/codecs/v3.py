@@ -15,7 +15,7 @@ import numcodecs
 import numpy as np
 from numcodecs.checksum32 import CRC32C
 
-from zarrmount.codecs import blosc_blocks
+from zarrmount.codecs import blosc_blocks, zstd_prefix
 from zarrmount.codecs.base import (
     ChunkDecodeError,
     CodecError,
@@ -352,6 +352,13 @@ class V3Pipeline(Pipeline):
                 self.decode_range = stored_range
             elif len(chain.bytes_codecs) == 1 and isinstance(chain.bytes_codecs[0], _Blosc):
                 self.decode_range = blosc_blocks.decode_range
+            elif (
+                len(chain.bytes_codecs) == 1
+                and isinstance(chain.bytes_codecs[0], numcodecs.Zstd)
+                and zstd_prefix.AVAILABLE
+            ):
+                self.decode_range = zstd_prefix.decode_range
+                self.decodes_from_start = True
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         return self.chain.decode(raw, out)

@@ -38,10 +38,11 @@ STORED = "stored"
 # Chunk buffers made ready for an array's first read: a first request of a streaming
 # reader touches one row of chunks, often four to sixteen.
 WARM_CHUNKS = 16
-# A read that needs at most 1/PART_FRACTION of an uncached chunk gets just that part
-# decoded (local stores, codecs that allow it: stored as is, or blosc blocks), while the
-# whole chunk follows into the cache in the background: a first read, or a random one,
-# costs a block's decoding instead of a chunk's.
+# A read whose part of an uncached chunk costs at most 1/PART_FRACTION of decoding it
+# whole gets just that part decoded (local stores, codecs that allow it: stored as is,
+# blosc blocks, a zstd frame's first bytes), while the whole chunk follows into the cache
+# in the background: a first read, or a random one, costs a block's decoding instead of a
+# chunk's.
 PART_FRACTION = 8
 # Parts one thread reads before a second one helps: handing work to another thread, and
 # the two threads' turns at the interpreter lock, cost more than a few parts (a first read
@@ -377,7 +378,7 @@ class ArrayFile:
                 first = sum(s.start * n for s, n in zip(c.chunk_sel, steps, strict=True))
                 last = sum((s.stop - 1) * n for s, n in zip(c.chunk_sel, steps, strict=True))
                 lo, hi = min(lo, first * isz), max(hi, (last + 1) * isz)
-            if hi - lo > limit:
+            if self.pipeline.part_cost(lo, hi) > limit:
                 continue
             if self._sharding is None:
                 parts[coords] = _Part(self._key(coords), lo, hi)
