@@ -259,21 +259,30 @@ def peak_rss_mib(pid: int | None) -> float | None:
     return None
 
 
-def random_latencies(path: Path, offsets: list[int], size: int = 4096) -> list[float]:
-    """Seconds per ``pread`` at each offset, with the kernel's read-ahead off for the file."""
-    fd = os.open(path, os.O_RDONLY)
+def random_latencies_paired(
+    paths: list[Path], offsets: list[int], size: int = 4096, batch: int = 50
+) -> list[list[float]]:
+    """Seconds per ``pread`` at each offset in each file, with the kernel's read-ahead off:
+    ``batch`` reads of one file, then the same of the next, and so on, the first file of
+    each round rotating, so that every file meets the same moments of the machine."""
+    fds = [os.open(p, os.O_RDONLY) for p in paths]
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        out = []
-        for off in offsets:
-            t0 = time.perf_counter()
-            n = len(os.pread(fd, size, off))
-            out.append(time.perf_counter() - t0)
-            if n != size:
-                raise BenchError(f"pread of {size} at {off} in {path} returned {n} bytes")
+        for fd in fds:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        out: list[list[float]] = [[] for _ in paths]
+        for k, start in enumerate(range(0, len(offsets), batch)):
+            for j in range(len(fds)):
+                i = (k + j) % len(fds)
+                for off in offsets[start : start + batch]:
+                    t0 = time.perf_counter()
+                    n = len(os.pread(fds[i], size, off))
+                    out[i].append(time.perf_counter() - t0)
+                    if n != size:
+                        raise BenchError(f"pread of {size} at {off} in {paths[i]} returned {n}")
         return out
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 def daemon_stats(mnt: Path) -> dict | None:
