@@ -96,9 +96,14 @@ class Planner:
         # flat C-order index steps of each axis
         self.steps = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
-    def _in_one_chunk_row(self, start: int, stop: int) -> dict | None:
-        """The plan of a request inside one row of one chunk (small random reads), made
+    def one_chunk_row(
+        self, start: int, stop: int
+    ) -> tuple[tuple[int, ...], tuple[int | slice, ...]] | None:
+        """For a request inside one row of one chunk (small random reads): the chunk and
+        the index of the request's elements in it (integers, then a slice), found
         directly: the general plan costs several times more than such a read's copy."""
+        if not self.steps:  # a 0-d array has no rows
+            return None
         at = []
         rest = start
         for step in self.steps:
@@ -109,14 +114,22 @@ class Planner:
         if last + n > self.shape[-1] or last // width != (last + n - 1) // width:
             return None
         coords = tuple(i // c for i, c in zip(at, self.chunks, strict=True))
-        sel = [slice(i % c, i % c + 1) for i, c in zip(at[:-1], self.chunks, strict=False)]
-        sel.append(slice(last % width, last % width + n))
-        box = (1,) * (len(at) - 1) + (n,)
+        head = (i % c for i, c in zip(at[:-1], self.chunks, strict=False))
+        return coords, (*head, slice(last % width, last % width + n))
+
+    def _in_one_chunk_row(self, start: int, stop: int) -> dict | None:
+        found = self.one_chunk_row(start, stop)
+        if found is None:
+            return None
+        coords, index = found
+        n = stop - start
+        sel = (*(slice(i, i + 1) for i in index[:-1]), index[-1])
+        box = (1,) * (len(index) - 1) + (n,)
         whole = tuple(slice(0, b) for b in box)
-        return {coords: [Copy(0, n, box, whole, tuple(sel))]}
+        return {coords: [Copy(0, n, box, whole, sel)]}
 
     def plan(self, start: int, stop: int) -> dict[tuple[int, ...], list[Copy]]:
-        if self.steps and (one := self._in_one_chunk_row(start, stop)) is not None:
+        if (one := self._in_one_chunk_row(start, stop)) is not None:
             return one
         slab = self._slab
         if not slab or (stop - 1) // slab >= self._full:

@@ -66,6 +66,29 @@ def test_planner_reuses_plans_across_slabs(data):
 
 
 @given(shapes_and_ranges())
+@settings(max_examples=400, deadline=None)
+def test_one_chunk_row_indexes_the_chunk_that_holds_the_request(case):
+    """The fast path of small reads: NumPy's own chunking of the array is the oracle."""
+    shape, chunks, start, stop = case
+    found = Planner(shape, chunks).one_chunk_row(start, stop)
+    if not shape:  # a 0-d array: no rows, the general plan serves it
+        assert found is None
+        return
+    flat = np.arange(math.prod(shape)).reshape(shape)
+    where = np.unravel_index(np.arange(start, stop), shape)
+    in_one_row = all(len(set(axis.tolist())) == 1 for axis in where[:-1]) and len(
+        {i // chunks[-1] for i in where[-1].tolist()}
+    ) == 1
+    if not in_one_row:
+        assert found is None
+        return
+    assert found is not None
+    coords, index = found
+    chunk = flat[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, chunks, strict=True))]
+    np.testing.assert_array_equal(chunk[index], np.arange(start, stop))
+
+
+@given(shapes_and_ranges())
 @settings(max_examples=200, deadline=None)
 def test_boxes_are_contiguous_and_few(case):
     shape, _, start, stop = case
