@@ -93,35 +93,40 @@ class Planner:
         self._slab = chunks[0] * math.prod(shape[1:]) if shape else 0
         self._full = shape[0] // chunks[0] if shape else 0  # slabs with no edge on axis 0
         self._plans: dict[tuple[int, int], dict[tuple[int, ...], list[Copy]]] = {}
-        # flat C-order index steps of each axis
+        # flat C-order index steps of each axis, in the array and in a chunk
         self.steps = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+        self._chunk_steps = [math.prod(chunks[i + 1 :]) for i in range(len(chunks))]
 
     def one_chunk_row(
         self, start: int, stop: int
-    ) -> tuple[tuple[int, ...], tuple[int | slice, ...]] | None:
-        """For a request inside one row of one chunk (small random reads): the chunk and
-        the index of the request's elements in it (integers, then a slice), found
-        directly: the general plan costs several times more than such a read's copy."""
+    ) -> tuple[tuple[int, ...], tuple[int | slice, ...], int] | None:
+        """For a request inside one row of one chunk (small random reads): the chunk, the
+        index of the request's elements in it (integers, then a slice) and the first
+        one's C-order place there, found directly: the general plan costs several times
+        more than such a read's copy."""
         if not self.steps:  # a 0-d array has no rows
             return None
-        at = []
+        coords, index = [], []
+        flat = 0
         rest = start
-        for step in self.steps:
+        for step, width, inner in zip(self.steps, self.chunks, self._chunk_steps, strict=True):
             i, rest = divmod(rest, step)
-            at.append(i)
+            c, k = divmod(i, width)
+            coords.append(c)
+            index.append(k)
+            flat += k * inner
         n = stop - start
-        last, width = at[-1], self.chunks[-1]
-        if last + n > self.shape[-1] or last // width != (last + n - 1) // width:
+        k = index[-1]
+        if k + n > self.chunks[-1] or coords[-1] * self.chunks[-1] + k + n > self.shape[-1]:
             return None
-        coords = tuple(i // c for i, c in zip(at, self.chunks, strict=True))
-        head = (i % c for i, c in zip(at[:-1], self.chunks, strict=False))
-        return coords, (*head, slice(last % width, last % width + n))
+        index[-1] = slice(k, k + n)
+        return tuple(coords), tuple(index), flat
 
     def _in_one_chunk_row(self, start: int, stop: int) -> dict | None:
         found = self.one_chunk_row(start, stop)
         if found is None:
             return None
-        coords, index = found
+        coords, index, _ = found
         n = stop - start
         sel = (*(slice(i, i + 1) for i in index[:-1]), index[-1])
         box = (1,) * (len(index) - 1) + (n,)

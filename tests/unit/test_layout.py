@@ -83,9 +83,12 @@ def test_one_chunk_row_indexes_the_chunk_that_holds_the_request(case):
         assert found is None
         return
     assert found is not None
-    coords, index = found
+    coords, index, first = found
     chunk = flat[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, chunks, strict=True))]
     np.testing.assert_array_equal(chunk[index], np.arange(start, stop))
+    if chunk.shape == chunks:  # not an edge chunk: C order within the chunk's own shape
+        np.testing.assert_array_equal(chunk.reshape(-1)[first : first + stop - start],
+                                      np.arange(start, stop))
 
 
 @given(shapes_and_ranges())

@@ -182,3 +182,31 @@ def test_write_open_on_read_only_mount_is_erofs(source):
             assert e.value.errno == errno.EROFS
 
     trio.run(main)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_small_reads_of_cached_chunks_equal_zarr(tmp_path, order):
+    """Reads inside one row of a cached chunk (answered with a view of the chunk in C
+    order, a copy otherwise): C and F order, edge chunks, missing chunks, odd offsets."""
+    root = str(tmp_path / "d.zarr")
+    a = zarr.create_array(root, shape=(37, 50), chunks=(8, 16), dtype="<u4", zarr_format=2,
+                          compressors=numcodecs.Blosc(cname="lz4"), fill_value=9, order=order)
+    a[:30] = np.arange(30 * 50, dtype="<u4").reshape(30, 50)  # chunk row 4 stays missing
+    expected = oracle(root, "")
+    _, fs = make_fs(root)
+    rng = np.random.default_rng(4)
+
+    async def main():
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+        assert bytes(await fs.read(fh, 0, len(expected))) == expected  # every chunk cached
+        before = fs.stats()
+        for _ in range(400):
+            offset = int(rng.integers(0, len(expected)))
+            size = int(rng.integers(1, 70))
+            got = bytes(await fs.read(fh, offset, size))
+            assert got == expected[offset : offset + size], (offset, size)
+        after = fs.stats()
+        assert after["cache_misses"] == before["cache_misses"]  # all from the cache
+        assert after["cache_hits"] >= before["cache_hits"] + 400
+
+    trio.run(main)

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+import numpy as np
 import trio
 
 
@@ -54,7 +55,7 @@ class Entry:
     so the pool buffer it lives in is not handed to another chunk under their feet.
     """
 
-    __slots__ = ("value", "nbytes", "buffer", "pins", "mutable", "owner", "dirty_since")
+    __slots__ = ("value", "nbytes", "buffer", "pins", "mutable", "owner", "dirty_since", "_flat")
 
     def __init__(self, value: Any, nbytes: int, buffer: Any = None) -> None:
         self.value = value
@@ -64,6 +65,16 @@ class Entry:
         self.mutable = False
         self.owner: Owner | None = None
         self.dirty_since: float | None = None
+        self._flat: memoryview | None | bool = False  # not looked at yet
+
+    def c_bytes(self) -> memoryview | None:
+        """The bytes of an array value in C order, or None when they are not contiguous
+        (F order, a broadcast fill value); made once, as small reads reply with parts."""
+        if self._flat is False:
+            value = self.value
+            contiguous = isinstance(value, np.ndarray) and value.flags.c_contiguous
+            self._flat = memoryview(value.reshape(-1).view(np.uint8)) if contiguous else None
+        return self._flat
 
 
 class _Flight:
