@@ -13,7 +13,8 @@ float32 in 4 MiB chunks) and each repetition, on a fresh mount (cold chunk cache
 * warm re-read: the same again, now served by the kernel page cache;
 * random 4 KiB preads of chunks in zarrmount's cache, page cache dropped and kernel
   read-ahead off (POSIX_FADV_RANDOM): p50 and p99 latency, in batches of 50 alternating
-  with the same reads of the ceiling's file, mounted alongside for them;
+  with the same reads of the ceiling's file, mounted alongside for them (the target is
+  checked on the median of the per-repetition ratios of such pairs);
 
 and once per repetition the daemon's peak RSS while streaming the lz4 array with a cache a
 quarter of its size. The references, measured in the same run:
@@ -177,9 +178,12 @@ class Run:
                 [path, self.ceiling_mnt / "file"], self.offsets
             )
             after = daemon_stats(self.mnt)
-        for name, lat in ((variant, ours), (CEILING, ceiling), (f"{CEILING}@{variant}", ceiling)):
+        for name, lat in ((variant, ours), (CEILING, ceiling)):
             self.record(name, "p50_us", percentile(lat, 50) * 1e6)
             self.record(name, "p99_us", percentile(lat, 99) * 1e6)
+        # the target is checked on the median of these ratios, each of a pair measured
+        # together: a ratio of medians would pair a quiet repetition with a slow one
+        self.record(variant, "p50_ratio", percentile(ours, 50) / percentile(ceiling, 50))
         served = ""
         if before is not None and after is not None:  # were the chunks really cached?
             hits, misses, parts = (after[k] - before[k] for k in
@@ -302,8 +306,7 @@ def targets(run: Run) -> list[tuple[str, float | None, str, float, bool]]:
         if n == "sharded":
             ratio("sharded cold / ceiling cold", m(n, "cold"), m(CEILING, "cold"), ">=", 0.7)
         ratio(f"{n} warm / ceiling warm", m(n, "warm"), m(CEILING, "warm"), ">=", 0.9)
-        ratio(f"{n} random p50 / ceiling p50", m(n, "p50_us"), m(f"{CEILING}@{n}", "p50_us"),
-              "<=", 1.5)
+        ratio(f"{n} random p50 / ceiling p50", m(n, "p50_ratio"), 1.0, "<=", 1.5)
         if n == "lz4":
             ttfb = m(n, "ttfb_ms")
             rows.append(
