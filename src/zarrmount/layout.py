@@ -122,20 +122,18 @@ class Planner:
         index[-1] = slice(k, k + n)
         return tuple(coords), tuple(index), flat
 
-    def _in_one_chunk_row(self, start: int, stop: int) -> dict | None:
-        found = self.one_chunk_row(start, stop)
-        if found is None:
-            return None
+    @staticmethod
+    def row_plan(found: tuple, n: int) -> dict[tuple[int, ...], list[Copy]]:
+        """The plan of a request of ``n`` elements that :meth:`one_chunk_row` found."""
         coords, index, _ = found
-        n = stop - start
         sel = (*(slice(i, i + 1) for i in index[:-1]), index[-1])
         box = (1,) * (len(index) - 1) + (n,)
         whole = tuple(slice(0, b) for b in box)
         return {coords: [Copy(0, n, box, whole, sel)]}
 
     def plan(self, start: int, stop: int) -> dict[tuple[int, ...], list[Copy]]:
-        if (one := self._in_one_chunk_row(start, stop)) is not None:
-            return one
+        if (found := self.one_chunk_row(start, stop)) is not None:
+            return self.row_plan(found, stop - start)
         slab = self._slab
         if not slab or (stop - 1) // slab >= self._full:
             return plan_read(self.shape, self.chunks, start, stop)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numcodecs
 import numpy as np
 
-from zarrmount.codecs import blosc_blocks, zstd_prefix
 from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat, stored_range
+from zarrmount.codecs.parts import part_decoder
 from zarrmount.format.model import ArrayMeta
 
 
@@ -28,11 +28,8 @@ class V2Pipeline(Pipeline):
         self.passthrough = plain and not self.compressor
         if self.passthrough:
             self.decode_range = stored_range
-        elif plain and isinstance(self.compressor, numcodecs.Blosc):
-            self.decode_range = blosc_blocks.decode_range
-        elif plain and isinstance(self.compressor, numcodecs.Zstd) and zstd_prefix.AVAILABLE:
-            self.decode_range = zstd_prefix.decode_range
-            self.decodes_from_start = True
+        elif plain:
+            self.decode_range, self.decodes_from_start = part_decoder(self.compressor)
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         if self.compressor is None:

@@ -15,7 +15,6 @@ import numcodecs
 import numpy as np
 from numcodecs.checksum32 import CRC32C
 
-from zarrmount.codecs import blosc_blocks, zstd_prefix
 from zarrmount.codecs.base import (
     ChunkDecodeError,
     CodecError,
@@ -26,6 +25,7 @@ from zarrmount.codecs.base import (
     is_fill,
     stored_range,
 )
+from zarrmount.codecs.parts import part_decoder
 from zarrmount.codecs.v2 import get_numcodec
 from zarrmount.format.model import ArrayMeta
 
@@ -350,15 +350,11 @@ class V3Pipeline(Pipeline):
         if isinstance(chain.to_bytes, _BytesCodec) and not chain.array_codecs:
             if not chain.bytes_codecs:
                 self.decode_range = stored_range
-            elif len(chain.bytes_codecs) == 1 and isinstance(chain.bytes_codecs[0], _Blosc):
-                self.decode_range = blosc_blocks.decode_range
-            elif (
-                len(chain.bytes_codecs) == 1
-                and isinstance(chain.bytes_codecs[0], numcodecs.Zstd)
-                and zstd_prefix.AVAILABLE
-            ):
-                self.decode_range = zstd_prefix.decode_range
-                self.decodes_from_start = True
+            elif len(chain.bytes_codecs) == 1:
+                codec = chain.bytes_codecs[0]
+                self.decode_range, self.decodes_from_start = part_decoder(
+                    codec.codec if isinstance(codec, _Blosc) else codec
+                )
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         return self.chain.decode(raw, out)

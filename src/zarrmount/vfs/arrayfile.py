@@ -502,8 +502,11 @@ class ArrayFile:
         skip = offset - first * isz
         row = self._planner.one_chunk_row(first, last)
         entry = None if row is None else self.cache.entry((self.path, row[0]))
-        sequential = self._read_ahead.sequential
-        if entry is not None and not sequential and (flat := entry.c_bytes()) is not None:
+        if (
+            entry is not None
+            and not self._read_ahead.sequential
+            and (flat := entry.c_bytes()) is not None
+        ):
             # Most random reads: one row of a cached chunk, whose bytes are the reply. The
             # caller sends it before any other task runs, and only tasks change cached
             # chunks or give their buffers back (a sequential reader's drop-behind would).
@@ -515,20 +518,18 @@ class ArrayFile:
             out = reply[:nbytes].view(self._raw)
         else:
             out = aligned_empty(nbytes).view(self._raw)
-        if entry is not None:  # one row of a cached chunk, copied at once: no plan
-            self.cache.stats.hits += 1
-            out[:] = entry.value[row[1]]
-            plan: dict = {row[0]: None}
+        if row is not None:
+            plan = self._planner.row_plan(row, last - first)
         else:
             plan = self._planner.plan(first, last)
-            chunks, pinned, lent = await self._chunks(plan)
-            try:
-                for coords, copies in plan.items():
-                    src = chunks[coords]
-                    for c in copies:
-                        out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]
-            finally:
-                self._give_back(pinned, lent)
-        if sequential:
+        chunks, pinned, lent = await self._chunks(plan)
+        try:
+            for coords, copies in plan.items():
+                src = chunks[coords]
+                for c in copies:
+                    out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]
+        finally:
+            self._give_back(pinned, lent)
+        if self._read_ahead.sequential:
             self._drop_behind(plan, last)
         return memoryview(out.view(np.uint8))[skip : skip + end - offset]
