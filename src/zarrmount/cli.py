@@ -6,13 +6,13 @@ import argparse
 import logging
 import logging.handlers
 import os
-import signal
 import subprocess
 import sys
 import time
 
 from zarrmount import hierarchy
-from zarrmount.options import MountOptions, OptionError
+from zarrmount.fuse.notify import UNMOUNT_SIGNAL
+from zarrmount.options import MountOptions, OptionError, options_help
 from zarrmount.store import StoreError, open_store
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="zarrmount",
         usage=USAGE,
         description="Mount a Zarr hierarchy: groups as directories, arrays as raw C-order files.",
+        epilog=options_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("args", nargs="*", help="SOURCE MOUNTPOINT, or MOUNTPOINT with -u")
     p.add_argument(
@@ -41,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="OPT[,OPT...]",
-        help="mount options: ro, cache_size=SIZE, allow_other, uid=, gid=, umask=, log=PATH",
+        help="mount options, listed below",
     )
     p.add_argument("-f", dest="foreground", action="store_true", help="stay in the foreground")
     p.add_argument("-d", dest="debug", action="store_true", help="log debug detail")
@@ -182,13 +184,13 @@ def _daemon_pid(mountpoint: str) -> int | None:
 
 
 def _unmount(mountpoint: str) -> int:
-    """Ask the daemon to flush and unmount (SIGTERM), then wait until it has exited."""
+    """Ask the daemon to flush and unmount, then wait until it has exited."""
     if not os.path.ismount(mountpoint):
         raise CommandError(f"{mountpoint} is not mounted")
     pid = _daemon_pid(mountpoint)
     try:
         if pid is not None:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, UNMOUNT_SIGNAL)
     except OSError:  # not ours to signal: let fusermount3 decide
         pid = None
     if pid is None:

@@ -1,26 +1,24 @@
-"""The ``-o`` mount options, in the comma-separated form fstab and mount.fuse3 pass."""
+"""The ``-o`` mount options, in the comma-separated form fstab and mount.fuse3 pass.
+
+``OPTIONS`` is the one table of them: the parser, ``zarrmount --help`` and the test that
+checks the README's table all read it, so the three cannot drift apart.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # Options that mount(8) and mount.fuse3 add on their own; accepted and ignored.
-_PASSIVE = {"defaults", "auto", "noauto", "nofail", "user", "users",
-            "nouser", "_netdev", "dev", "nodev", "suid", "nosuid", "exec", "noexec",
-            "atime", "noatime", "relatime", "x-systemd.automount"}
-
-
-def _option_value(text: str) -> Any:
-    """``so.`` values: JSON (numbers, true/false, objects) where they parse, else text."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+PASSIVE = ("defaults", "auto", "noauto", "nofail", "user", "users", "nouser", "_netdev",
+           "dev", "nodev", "suid", "nosuid", "exec", "noexec", "atime", "noatime",
+           "relatime", "x-*")
 
 
 class OptionError(ValueError):
@@ -62,58 +60,13 @@ class MountOptions:
     def apply(self, text: str) -> None:
         """Apply one ``-o`` argument (``a,b=c,...``) on top of the current values."""
         for item in filter(None, (s.strip() for s in text.split(","))):
-            name, _, value = item.partition("=")
-            self._apply_one(name, value)
-
-    def _apply_one(self, name: str, value: str) -> None:
-        try:
-            if name == "ro":
-                self.read_only = True
-            elif name == "rw":
-                self.read_only = False
-            elif name == "direct_io":
-                self.direct_io = True
-            elif name == "write_empty_chunks":
-                self.write_empty_chunks = True
-            elif name == "writeback_delay":
-                self.writeback_delay = float(value)
-                if self.writeback_delay < 0:
-                    raise ValueError(value)
-            elif name == "cache_size":
-                try:
-                    self.cache_size = parse_size(value)
-                except OptionError as e:
-                    raise OptionError(f"option 'cache_size': {e}") from None
-            elif name == "allow_other":
-                self.allow_other = True
-            elif name == "uid":
-                self.uid = int(value)
-            elif name == "gid":
-                self.gid = int(value)
-            elif name == "umask":
-                self.umask = int(value, 8) & 0o777
-            elif name.startswith("so.") and len(name) > 3:
-                self.storage_options[name[3:]] = _option_value(value)
-            elif name == "timeout":
-                self.timeout = float(value)
-                if self.timeout <= 0:
-                    raise ValueError(value)
-            elif name == "max_fetches":
-                self.max_fetches = int(value)
-                if self.max_fetches < 1:
-                    raise ValueError(value)
-            elif name == "read_ahead_kb":
-                self.read_ahead_kb = int(value)
-            elif name == "log":
-                if not value:
-                    raise OptionError("option 'log' needs a path: log=PATH")
-                self.log_file = os.path.abspath(value)
-            elif name not in _PASSIVE:
+            name, sep, value = item.partition("=")
+            option = find_option(name)
+            if option is None:
+                if name in PASSIVE or name.startswith("x-"):
+                    continue
                 raise OptionError(f"unknown option {name!r}")
-        except ValueError as e:
-            if isinstance(e, OptionError):
-                raise
-            raise OptionError(f"option {name!r}: bad value {value!r}") from None
+            option.apply(self, name, value if sep else None)
 
     def to_json(self) -> str:
         """The options for the daemon process (values may hold commas: no ``-o`` text)."""
@@ -122,3 +75,113 @@ class MountOptions:
     @classmethod
     def from_json(cls, text: str) -> MountOptions:
         return cls(**json.loads(text))
+
+
+Setter = Callable[[MountOptions, str, str], None]  # (options, name, value)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``-o`` option: how it is written, what it means, how it is applied."""
+
+    usage: str  # "cache_size=SIZE"; a name ending in ".KEY" is a family ("so.KEY=VALUE")
+    help: str
+    setter: Setter
+    takes_value: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.usage.partition("=")[0]
+
+    def matches(self, name: str) -> bool:
+        if self.name.endswith(".KEY"):
+            prefix = self.name.removesuffix("KEY")
+            return name.startswith(prefix) and len(name) > len(prefix)
+        return name == self.name
+
+    def apply(self, options: MountOptions, name: str, value: str | None) -> None:
+        if self.takes_value and not value:
+            raise OptionError(f"option {name!r} needs a value: {self.usage}")
+        if not self.takes_value and value is not None:
+            raise OptionError(f"option {name!r} takes no value")
+        try:
+            self.setter(options, name, value or "")
+        except OptionError:
+            raise
+        except ValueError:
+            raise OptionError(f"option {name!r}: bad value {value!r}") from None
+
+
+def _flag(attr: str, value: bool = True) -> Setter:
+    return lambda o, _name, _value: setattr(o, attr, value)
+
+
+def _number(attr: str, parse: Callable[[str], float], low: float, low_ok: bool = True) -> Setter:
+    """A number of at least ``low`` (or above it, when ``low_ok`` is false)."""
+
+    def setter(o: MountOptions, _name: str, text: str) -> None:
+        value = parse(text)
+        if value < low or (value == low and not low_ok):
+            raise ValueError(text)
+        setattr(o, attr, value)
+
+    return setter
+
+
+def _size(o: MountOptions, name: str, text: str) -> None:
+    try:
+        o.cache_size = parse_size(text)
+    except OptionError as e:
+        raise OptionError(f"option {name!r}: {e}") from None
+
+
+def _storage_option(o: MountOptions, name: str, text: str) -> None:
+    """``so.`` values: JSON (numbers, true/false, objects) where they parse, else text."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    o.storage_options[name.partition(".")[2]] = value
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("ro", "read-only (the default)", _flag("read_only"), False),
+    Option("rw", "read-write: writes change the arrays in the store", _flag("read_only", False),
+           False),
+    Option("cache_size=SIZE", "decoded-chunk cache budget, suffixes K/M/G (default 512M)", _size),
+    Option("write_empty_chunks", "with rw: store chunks that are all fill value",
+           _flag("write_empty_chunks"), False),
+    Option("writeback_delay=SECONDS", "with rw: how long written data may wait (default 5)",
+           _number("writeback_delay", float, 0)),
+    Option("read_ahead_kb=N", "kernel read-ahead of the mount (default 1024 as root)",
+           _number("read_ahead_kb", int, 0)),
+    Option("direct_io", "bypass the kernel page cache (no shared mmap)", _flag("direct_io"),
+           False),
+    Option("timeout=SECONDS", "remote stores: time one request may take (default 30)",
+           _number("timeout", float, 0, low_ok=False)),
+    Option("max_fetches=N", "concurrent store requests (default 16 local, 64 remote)",
+           _number("max_fetches", int, 1)),
+    Option("so.KEY=VALUE", "an fsspec storage option (repeatable; JSON values allowed)",
+           _storage_option),
+    Option("allow_other", "let other users use the mount", _flag("allow_other"), False),
+    Option("uid=N", "owner of every file and directory", _number("uid", int, 0)),
+    Option("gid=N", "group of every file and directory", _number("gid", int, 0)),
+    Option("umask=OCT", "permission bits to clear (default 022)",
+           lambda o, _n, v: setattr(o, "umask", int(v, 8) & 0o777)),
+    Option("log=PATH", "append the daemon's log to PATH",
+           lambda o, _n, v: setattr(o, "log_file", os.path.abspath(v))),
+)
+
+
+def find_option(name: str) -> Option | None:
+    return next((o for o in OPTIONS if o.matches(name)), None)
+
+
+def options_help() -> str:
+    """The table for ``zarrmount --help``."""
+    width = max(len(o.usage) for o in OPTIONS) + 2
+    lines = ["mount options (-o OPT[,OPT...]):"]
+    lines += [f"  {o.usage:<{width}}{o.help}" for o in OPTIONS]
+    ignored = "accepted and ignored (mount(8) adds them): " + ", ".join(PASSIVE)
+    lines.append(textwrap.fill(ignored, 78, initial_indent="  ", subsequent_indent="    "))
+    return "\n".join(lines) + "\n"

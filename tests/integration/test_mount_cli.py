@@ -145,6 +145,9 @@ def test_u_on_a_foreground_mount(mount_factory, main_hierarchy):
     # -u waits until the daemon exited: it is already gone (a zombie we can reap)
     assert wait_until(lambda: m.proc.poll() is not None, 0.5), "daemon still running after -u"
     assert m.proc.returncode == 0, m.read_log()[-2000:]
+    log = m.read_log()
+    assert "unmount requested (zarrmount -u)" in log, log[-2000:]
+    assert "SIG" not in log, log[-2000:]  # an unmount, not a kill
 
 
 # --------------------------------------------------------------------------- failures

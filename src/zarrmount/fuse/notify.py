@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 
 log = logging.getLogger(__name__)
+
+# ``zarrmount -u`` asks the daemon to stop with this signal, so its log can tell an unmount
+# from a kill (SIGTERM, SIGINT).
+UNMOUNT_SIGNAL = signal.SIGUSR1
 
 
 def sd_notify(message: str) -> None:

@@ -9,14 +9,20 @@ import pyfuse3
 import trio
 
 from zarrmount.fuse.adapter import Operations
-from zarrmount.fuse.notify import ReadyPipe, sd_notify
+from zarrmount.fuse.notify import UNMOUNT_SIGNAL, ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
 from zarrmount.vfs import Filesystem
 
 log = logging.getLogger(__name__)
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_STOP_SIGNALS = (UNMOUNT_SIGNAL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _stop_reason(signum: int) -> str:
+    if signum == UNMOUNT_SIGNAL:
+        return "unmount requested (zarrmount -u)"
+    return f"received {signal.Signals(signum).name}, stopping"
 
 
 def fuse_options(source: str, options: MountOptions) -> set[str]:
@@ -37,8 +43,7 @@ async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
         async def stop_on_signal() -> None:
             with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
                 async for signum in signals:
-                    log.info("received %s: storing dirty data, then unmounting",
-                             signal.Signals(signum).name)
+                    log.info("%s: storing dirty data, then unmounting", _stop_reason(signum))
                     sd_notify("STOPPING=1")
                     await fs.flush_all()  # while the mount still answers requests
                     pyfuse3.terminate()

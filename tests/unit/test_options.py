@@ -1,0 +1,60 @@
+"""One table of ``-o`` options: the parser, ``zarrmount --help`` and the README agree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers.mounting import zarrmount_exe
+
+from zarrmount.options import OPTIONS, PASSIVE, MountOptions, OptionError
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# A value for each placeholder that the option's parser must accept.
+SAMPLES = {"SIZE": "64M", "SECONDS": "2.5", "N": "7", "OCT": "027", "PATH": "/tmp/z.log",
+           "VALUE": "true"}
+
+
+def readme_options() -> set[str]:
+    """The first column of the README's option table: every ``usage`` in backquotes."""
+    text = README.read_text()
+    table = text[text.index("| option | meaning |") :].split("\n\n", 1)[0]
+    rows = [line.split("|")[1] for line in table.splitlines()[2:]]
+    return {u for row in rows for u in re.findall(r"`([^`]+)`", row)}
+
+
+def test_readme_table_lists_every_option_and_no_other():
+    assert readme_options() == {o.usage for o in OPTIONS}
+
+
+def test_help_lists_every_option():
+    out = subprocess.run([zarrmount_exe(), "--help"], capture_output=True, text=True, check=True)
+    listed = re.findall(r"^  (\S+) ", out.stdout, re.MULTILINE)
+    assert {o.usage for o in OPTIONS} <= set(listed), out.stdout
+    for name in PASSIVE:
+        assert name in out.stdout
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o.name)
+def test_every_listed_option_parses(option):
+    name, _, placeholder = option.usage.partition("=")
+    text = name.replace("KEY", "anon") + ("=" + SAMPLES[placeholder] if placeholder else "")
+    options = MountOptions()
+    options.apply(text)
+    assert options != MountOptions() or text == "ro"  # it changed something (ro: the default)
+    if placeholder:
+        with pytest.raises(OptionError, match=name.split(".")[0]):
+            MountOptions().apply(name.replace("KEY", "anon") + "=")
+    else:
+        with pytest.raises(OptionError, match="takes no value"):
+            MountOptions().apply(text + "=1")
+
+
+def test_options_mount_adds_are_ignored_and_others_refused():
+    options = MountOptions()
+    options.apply("defaults,nofail,_netdev,x-systemd.requires=network-online.target,noatime")
+    assert options == MountOptions()
+    with pytest.raises(OptionError, match="frobnicate"):
+        options.apply("ro,frobnicate=1")
