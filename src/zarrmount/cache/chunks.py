@@ -32,8 +32,9 @@ Loader = Callable[[], Awaitable[tuple]]
 
 
 class Owner(Protocol):
-    async def write_back_key(self, key: Hashable) -> None:
-        """Store the dirty entry ``key`` (and whatever else shares its stored object)."""
+    async def write_back_key(self, key: Hashable) -> int | None:
+        """Store the dirty entry ``key`` (and whatever else shares its stored object);
+        the errno of a failed store, else ``None``."""
 
 
 @dataclass
@@ -283,11 +284,12 @@ class ChunkCache:
             if (owner is None or e.owner is owner) and (before is None or e.dirty_since < before)
         ]
 
-    async def relieve(self, limit: int) -> Owner | None:
+    async def relieve(self, limit: int) -> int | None:
         """Above ``limit`` dirty bytes, write back the oldest entries, concurrently, until a
         quarter of ``limit`` is free again (so writers do not stall on every write).
 
-        Returns the owner whose write-back failed (it holds the error), else ``None``.
+        Returns the errno of a write-back whose store failed, else ``None``. An entry dirty
+        again afterwards is no failure: another writer may have changed it once stored.
         """
         if self.dirty_bytes <= limit:
             return None
@@ -298,7 +300,14 @@ class ChunkCache:
             excess -= entry.nbytes
             if excess <= 0:
                 break
+        failures: list[int] = []
+
+        async def write_back(owner: Owner, key: Hashable) -> None:
+            error = await owner.write_back_key(key)
+            if error is not None:
+                failures.append(error)
+
         async with trio.open_nursery() as nursery:
             for key, entry in batch:
-                nursery.start_soon(entry.owner.write_back_key, key)
-        return next((e.owner for k, e in batch if self._dirty.get(k) is e), None)
+                nursery.start_soon(write_back, entry.owner, key)
+        return failures[0] if failures else None

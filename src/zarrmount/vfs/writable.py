@@ -104,7 +104,7 @@ class WritableArrayFile(ArrayFile):
             return 0
         failed = await self.cache.relieve(self.dirty_limit)  # backpressure first
         if failed is not None:
-            raise FsError(failed.error or errno.EIO, "dirty data cannot be stored")
+            raise FsError(failed, "dirty data cannot be stored")
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
         head = offset - first * isz
@@ -134,8 +134,8 @@ class WritableArrayFile(ArrayFile):
 
     # -- write-back --------------------------------------------------------------
 
-    async def write_back_key(self, key: Hashable) -> None:
-        await self._write_back(self._unit(key[1]))
+    async def write_back_key(self, key: Hashable) -> int | None:
+        return await self._write_back(self._unit(key[1]))
 
     def _dirty_units(self) -> set[Coords]:
         return {self._unit(key[1]) for key in self.cache.dirty(owner=self)}
@@ -167,11 +167,12 @@ class WritableArrayFile(ArrayFile):
             log.error("fsync of %s failed: %s", self.path, e)
             raise FsError(_errno_of(e), f"fsync of {self.path} failed") from e
 
-    async def _write_back(self, unit: Coords) -> None:
+    async def _write_back(self, unit: Coords) -> int | None:
+        """Store the dirty chunks of ``unit``; the errno when storing failed, else None."""
         await self._idle(unit)
         keys = [k for k in self.cache.dirty(owner=self) if self._unit(k[1]) == unit]
         if not keys:
-            return
+            return None
         done = self._busy[unit] = trio.Event()
         self._generation[unit] = self._generation.get(unit, 0) + 1
         store_key = self._key(unit)
@@ -184,10 +185,12 @@ class WritableArrayFile(ArrayFile):
             for key in keys:
                 self.cache.mark_clean(key)
             self.failed_at = None
+            return None
         except Exception as e:  # store, codec or OS errors alike: keep the data, report
             self.error = _errno_of(e)
             self.failed_at = time.monotonic()
             log.error("write-back of %s failed (kept in memory, will retry): %s", store_key, e)
+            return self.error
         finally:
             del self._busy[unit]
             done.set()
