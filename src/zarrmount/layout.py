@@ -84,15 +84,18 @@ class Planner:
     A slab is one row of chunks along the first axis. Requests at the same place within
     full slabs touch the same chunks but for the first coordinate, with the same copies,
     so a sequential reader, whose requests repeat a few shapes, plans each shape once.
+    The plans kept hold at most ``COPIES`` copies (about 0.5 KiB each): random requests
+    spanning many chunks never repeat, and a count of plans would not bound their memory.
     """
 
-    LIMIT = 1024
+    COPIES = 4096
 
     def __init__(self, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
         self.shape, self.chunks = shape, chunks
         self._slab = chunks[0] * math.prod(shape[1:]) if shape else 0
         self._full = shape[0] // chunks[0] if shape else 0  # slabs with no edge on axis 0
         self._plans: dict[tuple[int, int], dict[tuple[int, ...], list[Copy]]] = {}
+        self._copies = 0  # held by the plans kept
         # flat C-order index steps of each axis, in the array and in a chunk
         self.steps = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
         self._chunk_steps = [math.prod(chunks[i + 1 :]) for i in range(len(chunks))]
@@ -141,9 +144,14 @@ class Planner:
         key = (start - k * slab, stop - k * slab)
         base = self._plans.get(key)
         if base is None:
-            if len(self._plans) >= self.LIMIT:
+            base = plan_read(self.shape, self.chunks, *key)
+            copies = sum(map(len, base.values()))
+            if self._copies + copies > self.COPIES:
                 self._plans.clear()
-            base = self._plans[key] = plan_read(self.shape, self.chunks, *key)
+                self._copies = 0
+            if copies <= self.COPIES:
+                self._plans[key] = base
+                self._copies += copies
         if k == 0:
             return base
         return {(c[0] + k, *c[1:]): copies for c, copies in base.items()}

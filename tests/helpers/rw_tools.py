@@ -113,15 +113,18 @@ def make_store(
     *,
     rng: np.random.Generator | None = None,
     initial: str = "partial",
+    group: str | None = None,
 ) -> Store:
-    """Create group ``parent/data.zarr`` with array ``name``; ``initial`` data written by
+    """Create group ``parent/NAME.zarr`` with array ``name``; ``initial`` data written by
     zarr-python: ``"partial"`` (a random block, so some chunks exist and some do not),
-    ``"full"`` (everything) or ``"none"``."""
-    root = os.path.join(os.fspath(parent), f"{name}.zarr")
-    shutil.rmtree(root, ignore_errors=True)
+    ``"full"`` (everything) or ``"none"``. With ``group``, the array is added to the group
+    ``parent/GROUP.zarr``, made if absent."""
+    root = os.path.join(os.fspath(parent), f"{group or name}.zarr")
+    if group is None:
+        shutil.rmtree(root, ignore_errors=True)
     spec = dict(spec)
     fmt = spec.pop("zarr_format")
-    group = zarr.open_group(root, mode="w", zarr_format=fmt)
+    group = zarr.open_group(root, mode="a" if group else "w", zarr_format=fmt)
     arr = group.create_array(name, **spec)
     rng = rng or np.random.default_rng(0)
     if initial != "none":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,10 +17,15 @@ from zarrmount.memory import aligned_empty
 
 
 class BufferPool:
-    """Free buffers by size, at most ``limit`` bytes of them; safe from any thread."""
+    """Free buffers by size; safe from any thread.
 
-    def __init__(self, limit: int) -> None:
+    It keeps a buffer only while its free buffers and ``in_use()`` (the bytes of the cache
+    they serve) stay within ``limit`` together, so the two share one memory budget.
+    """
+
+    def __init__(self, limit: int, in_use: Callable[[], int] = lambda: 0) -> None:
         self.limit = limit
+        self.in_use = in_use
         self.held = 0
         self._free: dict[int, list[np.ndarray]] = defaultdict(list)
         self._lock = threading.Lock()
@@ -35,6 +41,6 @@ class BufferPool:
     def give(self, buffer: np.ndarray) -> None:
         nbytes = buffer.nbytes
         with self._lock:
-            if self.held + nbytes <= self.limit:
+            if self.held + nbytes + self.in_use() <= self.limit:
                 self._free[nbytes].append(buffer)
                 self.held += nbytes

@@ -89,10 +89,16 @@ class _Flight:
         self.stale = False  # a writer changed the key while this load ran
 
 
+# Write-backs that may encode and store at once: each holds its encoded object (a shard's
+# also the old shard and the new one) beside the cache, so their number bounds that memory.
+WRITE_BACKS = 4
+
+
 class ChunkCache:
     def __init__(self, capacity: int, recycle: Callable[[Any], None] | None = None) -> None:
         self.capacity = capacity
         self.recycle = recycle
+        self.write_backs = trio.CapacityLimiter(WRITE_BACKS)
         self.used = 0
         self.dirty_bytes = 0
         self.stats = CacheStats()

@@ -87,8 +87,8 @@ class Filesystem:
         self.dialect = dialect
         store = dialect.store
         self.store = AsyncStore(store, options.max_fetches or (64 if store.remote else 16))
-        # Freed chunk buffers wait here for the next decode (a bounded amount of them).
-        self.pool = BufferPool(options.cache_size // 2)
+        # Freed chunk buffers wait here for the next decode, within the cache's budget.
+        self.pool = BufferPool(options.cache_size, lambda: self.cache.used)
         self.cache = ChunkCache(options.cache_size, recycle=self.pool.give)
         self.decode_limiter = trio.CapacityLimiter(max(2, os.cpu_count() or 2))
         self.background = Background()  # the session gives it a nursery: prefetches run there

@@ -169,10 +169,14 @@ class WritableArrayFile(ArrayFile):
 
     async def _write_back(self, unit: Coords) -> int | None:
         """Store the dirty chunks of ``unit``; the errno when storing failed, else None."""
-        await self._idle(unit)
-        keys = [k for k in self.cache.dirty(owner=self) if self._unit(k[1]) == unit]
-        if not keys:
-            return None
+        async with self.cache.write_backs:
+            await self._idle(unit)
+            keys = [k for k in self.cache.dirty(owner=self) if self._unit(k[1]) == unit]
+            if not keys:
+                return None
+            return await self._store_unit(unit, keys)
+
+    async def _store_unit(self, unit: Coords, keys: list) -> int | None:
         done = self._busy[unit] = trio.Event()
         self._generation[unit] = self._generation.get(unit, 0) + 1
         store_key = self._key(unit)
