@@ -152,6 +152,7 @@ class Target:
     initial: np.ndarray  # zarr-python's bytes before any mount
     writers: int
     readers: int = 1
+    scanners: int = 1
     parts: list[dict[int, np.ndarray]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -181,7 +182,7 @@ def run_phase(
         path = paths[t.name]
         jobs += [(writer, (path, parts, seed + i, until), t, i) for i, parts in enumerate(t.parts)]
         jobs += [(reader, (path, seed + 100 + i, until), None, 0) for i in range(t.readers)]
-        jobs.append((scanner, (path, seed + 200, until), None, 0))
+        jobs += [(scanner, (path, seed + 200 + i, until), None, 0) for i in range(t.scanners)]
     total = Report()
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(len(jobs), mp_context=context) as pool:

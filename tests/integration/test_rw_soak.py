@@ -51,11 +51,14 @@ def make_stores(tmp_path, mounts: dict) -> dict[str, list[rw_tools.Store]]:
     return stores
 
 
-def soak_mounts(mounts: dict, stores: dict, phases: int, seconds: float, writers: int):
-    """Run the workload in ``phases`` mounts of ``seconds`` each; returns the report and the
-    peak RSS (bytes) of each daemon, checking the store after every phase."""
+def soak_mounts(mounts: dict, stores: dict, phases: int, seconds: float, **workers):
+    """Run the workload (``workers``: how many of each kind per array) in ``phases`` mounts
+    of ``seconds`` each; returns the report and the peak RSS (bytes) of each daemon,
+    checking the store after every phase."""
     targets = {
-        s.name: soak.Target(s.name, s.read_bytes(), writers) for ss in stores.values() for s in ss
+        s.name: soak.Target(s.name, s.read_bytes(), **workers)
+        for ss in stores.values()
+        for s in ss
     }
     total, peaks = soak.Report(), {mount: 0 for mount in mounts}
     for phase in range(phases):
@@ -102,7 +105,7 @@ def test_soak_concurrent_writers_readers_mmap_and_a_remount(tmp_path):
 def test_writers_on_a_sharded_array_under_pressure_get_no_false_error(tmp_path):
     """Regression: with a small cache and a short writeback_delay, a shard written again
     while pressure wrote it back made a writer's pwrite fail with EIO."""
-    mounts = {"v3": (4 * MIB, 0.2, {"sharded": MOUNTS["v3"][2]["sharded-blosc"]})}
+    mounts = {"v3": (8 * MIB, 0.2, MOUNTS["v3"][2])}
     stores = make_stores(tmp_path, mounts)
-    total, peaks = soak_mounts(mounts, stores, 1, 20, writers=4)
+    total, peaks = soak_mounts(mounts, stores, 1, 30, writers=3, readers=0, scanners=0)
     assert_soak_held(mounts, total, peaks)
