@@ -39,6 +39,20 @@ def mem_root():
 # -- FsspecStore ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("key", ["../secret", "a/../../secret", "./a", "a/\0b"])
+def test_keys_leaving_the_root_are_refused(mem_root, tmp_path, key):
+    """A key from metadata must not reach beside the store's prefix (or its directory)."""
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{mem_root}/secret", b"outside")
+    fs.pipe(f"{mem_root}/store/a", b"inside")
+    (tmp_path / "secret").write_bytes(b"outside")
+    (tmp_path / "store").mkdir()
+    for store in (FsspecStore(f"{mem_root}/store"), LocalStore(str(tmp_path / "store"))):
+        for call in (store.get, store.list_dir, lambda k, s=store: s.get_range(k, 0, 3)):
+            with pytest.raises(StoreError, match="leave the store root"):
+                call(key)
+
+
 def test_fsspec_store_key_value(mem_root):
     store = FsspecStore(mem_root, deadline_s=2)
     assert store.remote and store.deadline_s == 2

@@ -14,8 +14,8 @@ import numpy as np
 
 from zarrmount.format.dtypes import parse_v2_dtype, parse_v3_dtype, with_byte_order
 from zarrmount.format.fill import decode_v3_fill
+from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, MetadataError
-from zarrmount.format.v2 import load_json
 from zarrmount.format.v3 import int_list
 
 # zarrita and zarr-python 2.x wrote the first; the May 2022 text says the second.

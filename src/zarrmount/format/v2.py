@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from zarrmount.format.dtypes import parse_v2_dtype
 from zarrmount.format.fill import decode_v2_fill
+from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, MetadataError
 
 ZARRAY = ".zarray"
 ZGROUP = ".zgroup"
 ZATTRS = ".zattrs"
-
-
-def load_json(raw: bytes, what: str) -> Any:
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise MetadataError(f"{what} is not valid JSON: {e}") from e
 
 
 def parse_attributes(raw: bytes | None) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any
 
 from zarrmount.format.dtypes import parse_v3_dtype, with_byte_order
 from zarrmount.format.fill import decode_v3_fill
+from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, MetadataError
-from zarrmount.format.v2 import load_json
 
 ZARR_JSON = "zarr.json"
 _ARRAY_FIELDS = {"zarr_format", "node_type", "shape", "data_type", "chunk_grid",

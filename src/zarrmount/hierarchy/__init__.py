@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from zarrmount.codecs import Pipeline
 from zarrmount.format.draft import is_entry_point, parse_entry_point
+from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
-from zarrmount.format.v2 import ZARRAY, ZGROUP, load_json
+from zarrmount.format.v2 import ZARRAY, ZGROUP
 from zarrmount.format.v3 import parse_document
 from zarrmount.hierarchy.base import Child, Dialect, SourceError
 from zarrmount.hierarchy.draft import DraftDialect

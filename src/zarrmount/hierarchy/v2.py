@@ -8,7 +8,8 @@ from typing import Any
 
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v2
-from zarrmount.format.model import GroupNode, HiddenNode, Node
+from zarrmount.format.jsondoc import load_json
+from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
 from zarrmount.hierarchy.base import (
     NODE_ERRORS,
     Child,
@@ -29,9 +30,9 @@ def _consolidated(raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        log.warning(".zmetadata is not valid JSON: listing the store instead")
+        doc = load_json(raw, ZMETADATA)
+    except MetadataError as e:
+        log.warning("%s: listing the store instead", e)
         return None
     metadata = doc.get("metadata") if isinstance(doc, dict) else None
     if not isinstance(metadata, dict):

@@ -18,6 +18,15 @@ class StoreError(Exception):
     """A store operation failed for a reason other than a missing key."""
 
 
+def key_parts(key: str) -> list[str]:
+    """The path components of ``key``; a key that could name something outside the store
+    root (``..``, ``.``, NUL) is refused, whoever wrote it: metadata is data."""
+    parts = [p for p in key.split("/") if p]
+    if any(p in (".", "..") or "\0" in p for p in parts):
+        raise StoreError(f"invalid key {key!r}: it would leave the store root")
+    return parts
+
+
 class Store(ABC):
     """Blocking key/value access; ``None`` means the key does not exist."""
 

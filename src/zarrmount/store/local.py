@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
-import tempfile
+import threading
 from collections.abc import Callable, Iterable
 
-from zarrmount.store.base import Store, StoreError, T
+from zarrmount.store.base import Store, StoreError, T, key_parts
+
+log = logging.getLogger(__name__)
+# Written values go to a temporary file beside their key, renamed into place when whole.
+TMP_PREFIX = ".zarrmount-tmp-"
 
 
 class LocalStore(Store):
     """Keys map to files below ``root``; missing files read as ``None``.
 
+    Nothing outside the root is read or written, whatever the keys and symlinks in the
+    store say: every file and directory is opened first and refused (logged, StoreError)
+    when what was opened lies outside. Symlinks within the root work.
     Local calls have no deadline: ``deadline_s`` is accepted and ignored.
     """
 
@@ -22,87 +30,137 @@ class LocalStore(Store):
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self.url = self.root
+        self._real_root = os.path.realpath(self.root)
 
     def _path(self, key: str) -> str:
-        parts = [p for p in key.split("/") if p]
-        if any(p in (".", "..") for p in parts):
-            raise StoreError(f"invalid key {key!r}")
-        return os.path.join(self.root, *parts)
+        return os.path.join(self.root, *key_parts(key))
 
-    def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
+    def _inside(self, fd: int, key: str) -> None:
+        """Refuse the open file ``fd`` unless it lies below the root (a symlink may point
+        anywhere); checked on the file opened, so a swap after a check cannot fool it."""
         try:
-            with open(self._path(key), "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(f"{key}: {e.strerror}") from e
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc: resolve the name instead
+            real = os.path.realpath(self._path(key))
+        if os.path.commonpath([real, self._real_root]) != self._real_root:
+            log.error("refused %s: it leads outside the store root, to %s", key or "/", real)
+            raise StoreError(f"{key or '/'}: leads outside the store root")
 
-    def read_into(self, key: str, buffer_for: Callable[[int], bytearray]) -> memoryview | None:
+    def _open(self, key: str, flags: int = os.O_RDONLY) -> int:
+        fd = os.open(self._path(key), flags | os.O_CLOEXEC)
         try:
-            with open(self._path(key), "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                view = memoryview(buffer_for(size))[:size]
-                got = 0
-                while got < size:
-                    n = f.readinto(view[got:])
-                    if not n:
-                        break
-                    got += n
-                return view[:got]
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(f"{key}: {e.strerror}") from e
+            self._inside(fd, key)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
-    def read_ranges(
-        self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
-    ) -> T | None:
+    def _reading(self, key: str, use: Callable[[int], T]) -> T | None:
+        """``use(fd)`` on the open file of ``key``; ``None`` when it is missing (or a
+        directory); other OS errors as StoreError."""
         try:
-            fd = os.open(self._path(key), os.O_RDONLY)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            fd = self._open(key)
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
         try:
-            return use(os.fstat(fd).st_size, lambda offset, length: os.pread(fd, length, offset))
+            return use(fd)
+        except IsADirectoryError:
+            return None
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
         finally:
             os.close(fd)
 
+    def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
+        def read(fd: int) -> bytes:
+            with open(fd, "rb", closefd=False) as f:
+                return f.read()
+
+        return self._reading(key, read)
+
+    def read_into(self, key: str, buffer_for: Callable[[int], bytearray]) -> memoryview | None:
+        def read(fd: int) -> memoryview:
+            size = os.fstat(fd).st_size
+            view = memoryview(buffer_for(size))[:size]
+            got = 0
+            with open(fd, "rb", buffering=0, closefd=False) as f:
+                while got < size:
+                    n = f.readinto(view[got:])
+                    if not n:
+                        break
+                    got += n
+            return view[:got]
+
+        return self._reading(key, read)
+
+    def read_ranges(
+        self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
+    ) -> T | None:
+        return self._reading(
+            key, lambda fd: use(os.fstat(fd).st_size, lambda at, n: os.pread(fd, n, at))
+        )
+
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None
     ) -> bytes | None:
+        def read(fd: int) -> bytes:
+            offset = max(os.fstat(fd).st_size + start, 0) if start < 0 else start
+            return os.pread(fd, length, offset)
+
+        return self._reading(key, read)
+
+    def _directory(self, parts: list[str], make: bool) -> int:
+        """An open directory ``parts`` below the root, each step checked to stay inside;
+        with ``make``, missing directories are made (in the checked parent, not by name)."""
+        if make:
+            os.makedirs(self.root, exist_ok=True)
+        fd = self._open("", os.O_RDONLY | os.O_DIRECTORY)
         try:
-            with open(self._path(key), "rb") as f:
-                if start < 0:
-                    f.seek(start, os.SEEK_END)
-                else:
-                    f.seek(start)
-                return f.read(length)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(f"{key}: {e.strerror}") from e
+            for i, part in enumerate(parts):
+                if make:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, dir_fd=fd)
+                step = self._open("/".join(parts[: i + 1]), os.O_RDONLY | os.O_DIRECTORY)
+                os.close(fd)
+                fd = step
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def set(self, key: str, value: bytes) -> None:
-        path = self._path(key)
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".zarrmount-tmp-")
+        *parents, name = key_parts(key)
+        directory = self._directory(parents, make=True)
+        tmp = f"{TMP_PREFIX}{os.getpid()}-{threading.get_ident()}"  # one set a thread at once
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(value)
-            os.replace(tmp, path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644,
+                         dir_fd=directory)
+            try:
+                with open(fd, "wb", closefd=False) as f:
+                    f.write(value)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=directory)
             raise
+        finally:
+            os.close(directory)
 
     def delete(self, key: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._path(key))
+        *parents, name = key_parts(key)
+        try:
+            directory = self._directory(parents, make=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=directory)
+        finally:
+            os.close(directory)
 
     def sync(self, keys: Iterable[str]) -> None:
         """fsync each key's file, then its directory and every one above it up to the
@@ -124,7 +182,11 @@ class LocalStore(Store):
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
         try:
-            return sorted(os.listdir(self._path(prefix)))
+            fd = self._open(prefix, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                return sorted(os.listdir(fd))
+            finally:
+                os.close(fd)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as e:

@@ -8,7 +8,7 @@ import fsspec
 import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
-from zarrmount.store.base import Store, StoreError
+from zarrmount.store.base import Store, StoreError, key_parts
 from zarrmount.store.retry import with_retries
 
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
@@ -37,7 +37,7 @@ class FsspecStore(Store):
         self.read_only_reason = _read_only_reason(self.fs)
 
     def _path(self, key: str) -> str:
-        key = key.strip("/")
+        key = "/".join(key_parts(key))
         if not key:
             return self.root
         return f"{self.root}/{key}" if self.root else key
