@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import logging.handlers
 import os
@@ -13,7 +14,7 @@ import time
 from zarrmount import hierarchy
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL
 from zarrmount.options import MountOptions, OptionError, options_help
-from zarrmount.store import StoreError, open_store
+from zarrmount.store import StoreError, open_store, public_url
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inspect", action="store_true", help="print the tree of SOURCE")
     p.add_argument("--json", action="store_true", help="with --inspect: print JSON")
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--options-json", help=argparse.SUPPRESS)
+    p.add_argument("--options-fd", type=int, help=argparse.SUPPRESS)
     return p
 
 
@@ -92,16 +93,18 @@ def _open(source: str, options: MountOptions):
         if not options.read_only and store.read_only_reason:
             # Refused up front: better than accepting writes that can never be stored.
             raise CommandError(
-                f"cannot mount {source} with -o rw: {store.read_only_reason} (mount it with -o ro)"
+                f"cannot mount {public_url(source)} with -o rw: {store.read_only_reason}"
+                " (mount it with -o ro)"
             )
         return hierarchy.open_hierarchy(store)
     except (StoreError, hierarchy.SourceError) as e:
-        raise CommandError(f"cannot open {source}: {e}") from None
+        raise CommandError(f"cannot open {public_url(source)}: {e}") from None
 
 
 def _options(args: argparse.Namespace) -> MountOptions:
-    if args.options_json:
-        return MountOptions.from_json(args.options_json)
+    if args.options_fd is not None:  # from _spawn: never on a command line (credentials)
+        with os.fdopen(args.options_fd, "rb") as pipe:
+            return MountOptions.from_json(pipe.read().decode())
     options = MountOptions()
     try:
         for text in args.options:
@@ -137,6 +140,7 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     if "://" not in source and "::" not in source:
         source = os.path.abspath(source)  # the daemon runs in /
     read_fd, write_fd = os.pipe()
+    options_fd, options_w = os.pipe()  # options may hold credentials: not in argv
     cmd = [
         sys.executable,
         "-m",
@@ -144,8 +148,8 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
         source,
         mountpoint,
         "-f",
-        "--options-json",
-        options.to_json(),
+        "--options-fd",
+        str(options_fd),
         "--ready-fd",
         str(write_fd),
     ]
@@ -157,11 +161,15 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
             stdin=null,
             stdout=null,
             stderr=null,
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, options_fd),
             start_new_session=True,
             cwd="/",
         )
     os.close(write_fd)
+    os.close(options_fd)
+    # A daemon that died before reading: its status tells why.
+    with contextlib.suppress(BrokenPipeError), os.fdopen(options_w, "wb") as pipe:
+        pipe.write(options.to_json().encode())
     with os.fdopen(read_fd, "rb") as pipe:
         line = pipe.readline().decode(errors="replace").strip()
     if line == "ok":

@@ -413,3 +413,30 @@ def test_inspect_nonexistent_source_fails(tmp_path):
     res = run_cli(["--inspect", tmp_path / "nope.zarr", "--json"], timeout=30)
     assert res.returncode != 0
     assert res.stderr.strip()
+
+
+# --------------------------------------------------------------------------- credentials
+
+
+def test_credentials_appear_in_no_command_line_mount_table_or_log(main_hierarchy, tmp_path):
+    secret = "S3CR3T-d0-not-leak"
+    log = tmp_path / "daemon.log"
+    options = [f"so.key={secret}", f"so.secret={secret}", f"log={log}"]
+    with background_mount(main_hierarchy.root, options) as bg:
+        assert bg.result.returncode == 0, bg.result.stderr
+        with open(f"/proc/{bg.pid}/cmdline", "rb") as f:
+            assert secret.encode() not in f.read()
+        with open("/proc/self/mountinfo") as f:
+            assert secret not in f.read()
+        un = run_cli(["-u", bg.path], timeout=60)
+        assert un.returncode == 0, un.stderr
+    assert secret not in log.read_text()
+
+
+def test_urls_lose_user_info_and_query_in_the_mount_table():
+    from zarrmount.fuse.session import fuse_options
+    from zarrmount.options import MountOptions
+
+    opts = fuse_options("https://me:S3CR3T@host:9000/d.zarr?X-Amz-Signature=S3CR3T", MountOptions())
+    fsname = next(o for o in opts if o.startswith("fsname="))
+    assert "S3CR3T" not in fsname and "host:9000/d.zarr" in fsname, fsname

@@ -12,6 +12,7 @@ from zarrmount.fuse.adapter import Operations
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL, ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
+from zarrmount.store import public_url
 from zarrmount.vfs import Filesystem
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ def _stop_reason(signum: int) -> str:
 
 
 def fuse_options(source: str, options: MountOptions) -> set[str]:
-    name = "".join(c if c.isprintable() and c not in ", " else "_" for c in source)
+    name = "".join(c if c.isprintable() and c not in ", " else "_" for c in public_url(source))
     opts = {"fsname=" + (name or "zarrmount"), "subtype=zarrmount", "default_permissions"}
     if options.read_only:
         opts.add("ro")
@@ -81,7 +82,7 @@ def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
         log.error(reason)
         ready.failed(reason)
         return 1
-    log.info("mounted %s at %s", source, mountpoint)
+    log.info("mounted %s at %s", public_url(source), mountpoint)
     status = 0
     try:
         trio.run(_serve, ops, mountpoint, ready)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from zarrmount.store.base import Store, StoreError
+from zarrmount.store.base import Store, StoreError, public_url
 
 
 def open_store(
@@ -33,4 +33,4 @@ def open_store(
         raise StoreError(f"{source}: {e}") from e
 
 
-__all__ = ["Store", "StoreError", "open_store"]
+__all__ = ["Store", "StoreError", "open_store", "public_url"]

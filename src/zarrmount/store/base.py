@@ -7,6 +7,7 @@ threads (see :mod:`zarrmount.store.aio`), which keeps the store usable without F
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -16,6 +17,16 @@ T = TypeVar("T")
 
 class StoreError(Exception):
     """A store operation failed for a reason other than a missing key."""
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def public_url(url: str) -> str:
+    """``url`` fit for logs and ``/proc/mounts``: user info and query (where tokens and
+    signatures travel) replaced by ``***``."""
+    head, sep, _ = _USERINFO.sub("***@", url).partition("?")
+    return head + ("?***" if sep else "")
 
 
 def key_parts(key: str) -> list[str]:

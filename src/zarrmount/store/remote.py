@@ -8,7 +8,7 @@ import fsspec
 import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
-from zarrmount.store.base import Store, StoreError, key_parts
+from zarrmount.store.base import Store, StoreError, key_parts, public_url
 from zarrmount.store.retry import with_retries
 
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
@@ -30,7 +30,7 @@ class FsspecStore(Store):
     remote = True
 
     def __init__(self, url: str, deadline_s: float = 30.0, **storage_options: Any) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.deadline_s = deadline_s
         self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
         self.root = root.rstrip("/")
