@@ -12,6 +12,7 @@ import sys
 import time
 
 from zarrmount import hierarchy
+from zarrmount.fuse import records
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL
 from zarrmount.options import MountOptions, OptionError, options_help
 from zarrmount.store import StoreError, open_store, public_url
@@ -180,22 +181,14 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     raise CommandError(f"the mount daemon exited with status {status} before the mount was live")
 
 
-def _daemon_pid(mountpoint: str) -> int | None:
-    try:
-        pid = int(os.getxattr(mountpoint, "user.zarrmount.pid"))
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if b"zarrmount" not in f.read():
-                return None
-    except (OSError, ValueError):
-        return None
-    return pid
-
-
 def _unmount(mountpoint: str) -> int:
-    """Ask the daemon to flush and unmount, then wait until it has exited."""
-    if not os.path.ismount(mountpoint):
+    """Ask the daemon to flush and unmount, then wait until it has exited. Only a daemon
+    our own record names is signalled (the mount itself is never asked); any other mount
+    is left to fusermount3, which checks who may unmount it."""
+    mountpoint = os.path.abspath(mountpoint)
+    if records.mount_id(mountpoint) is None:
         raise CommandError(f"{mountpoint} is not mounted")
-    pid = _daemon_pid(mountpoint)
+    pid = records.find_daemon(mountpoint)
     try:
         if pid is not None:
             os.kill(pid, UNMOUNT_SIGNAL)

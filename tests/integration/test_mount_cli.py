@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -440,3 +441,27 @@ def test_urls_lose_user_info_and_query_in_the_mount_table():
     opts = fuse_options("https://me:S3CR3T@host:9000/d.zarr?X-Amz-Signature=S3CR3T", MountOptions())
     fsname = next(o for o in opts if o.startswith("fsname="))
     assert "S3CR3T" not in fsname and "host:9000/d.zarr" in fsname, fsname
+
+
+def test_u_signals_no_process_a_filesystem_names(tmp_path):
+    """A FUSE filesystem anyone could mount claims an unrelated process as its daemon:
+    -u must not signal it, and still unmounts."""
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "zarrmount"])
+    mnt = new_mountpoint("liar")
+    fake = os.path.join(os.path.dirname(zarrdata.__file__), "fake_fuse.py")
+    liar = subprocess.Popen([sys.executable, fake, mnt, str(victim.pid)], stdout=subprocess.PIPE)
+    try:
+        assert liar.stdout.readline() == b"mounted\n"
+        assert os.getxattr(mnt, "user.zarrmount.pid") == str(victim.pid).encode()
+        res = run_cli(["-u", mnt], timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert not is_mounted(mnt)
+        assert victim.poll() is None, "zarrmount -u signalled the process the mount named"
+    finally:
+        victim.kill()
+        victim.wait()
+        if is_mounted(mnt):
+            force_unmount(mnt)
+        liar.kill()
+        liar.wait()
+        remove_mountpoint(mnt)

@@ -8,6 +8,7 @@ import signal
 import pyfuse3
 import trio
 
+from zarrmount.fuse import records
 from zarrmount.fuse.adapter import Operations
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL, ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
@@ -83,6 +84,7 @@ def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
         ready.failed(reason)
         return 1
     log.info("mounted %s at %s", public_url(source), mountpoint)
+    record = records.write_record(mountpoint)
     status = 0
     try:
         trio.run(_serve, ops, mountpoint, ready)
@@ -91,5 +93,6 @@ def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
         status = 1
     finally:
         pyfuse3.close(unmount=True)
+        records.remove_record(record)
         log.info("unmounted %s", mountpoint)
     return status
