@@ -32,16 +32,26 @@ def runtime_dir(uid: int) -> str:
     return os.path.join(base, "zarrmount")
 
 
+def _mounts() -> list[tuple[str, str]]:
+    """``(mount ID, mount point)`` of every mount, in the kernel's order."""
+    with open(MOUNTINFO) as f:
+        rows = [line.split() for line in f]
+    return [(r[0], _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), r[4])) for r in rows]
+
+
 def mount_id(mountpoint: str) -> str | None:
     """The kernel's ID of the mount on top at ``mountpoint``, or None if none is there."""
-    found = None
-    with open(MOUNTINFO) as f:
-        for line in f:
-            fields = line.split()
-            point = _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
-            if point == mountpoint:
-                found = fields[0]  # later lines are mounted on top of earlier ones
-    return found
+    found = [ident for ident, point in _mounts() if point == mountpoint]
+    return found[-1] if found else None  # later lines are mounted on top of earlier ones
+
+
+def _prune(directory: str) -> None:
+    """Remove the records of mounts that are gone (their daemon was killed)."""
+    live = {ident for ident, _ in _mounts()}
+    for name in os.listdir(directory):
+        if name.endswith(".json") and name[: -len(".json")] not in live:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
 
 
 def _private_dir(path: str, create: bool) -> bool:
@@ -65,6 +75,7 @@ def write_record(mountpoint: str) -> str | None:
     try:
         if ident is None or not _private_dir(directory, create=True):
             raise OSError(f"{directory} is not a private directory")
+        _prune(directory)
         path = os.path.join(directory, f"{ident}.json")
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as f:
