@@ -262,8 +262,10 @@ def mounted(
     log_path: str | os.PathLike | None = None,
     tag: str = "mnt",
     timeout: float = MOUNT_TIMEOUT,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[Mount]:
-    """Run ``zarrmount SOURCE MNT -f [-d] [-o ...]`` until the mount is live; always tear down."""
+    """Run ``zarrmount SOURCE MNT -f [-d] [-o ...]`` until the mount is live; always tear down.
+    ``wrapper`` prefixes the command (``prlimit --as=... --``: a limit for hostile data)."""
     mnt = new_mountpoint(tag)
     if log_path is None:
         fd, log_path = tempfile.mkstemp(
@@ -271,7 +273,7 @@ def mounted(
         )
         os.close(fd)
     log_path = os.fspath(log_path)
-    args = [zarrmount_exe(), os.fspath(source), mnt, "-f"]
+    args = [*wrapper, zarrmount_exe(), os.fspath(source), mnt, "-f"]
     if debug:
         args.append("-d")
     if options:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import numcodecs
 import numpy as np
 
+from zarrmount.codecs import bounded
 from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat, stored_range
 from zarrmount.codecs.parts import part_decoder
 from zarrmount.format.model import ArrayMeta
+
+# How much larger than the chunk a filter's encoded form may be (astype to a wider type).
+FILTER_GROWTH = 8
 
 
 def get_numcodec(config: dict) -> numcodecs.abc.Codec:
@@ -32,14 +36,16 @@ class V2Pipeline(Pipeline):
             self.decode_range, self.decodes_from_start = part_decoder(self.compressor)
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
+        # Filters may change the size (astype, packbits): before them, allow some room.
+        nbytes = self.meta.chunk_nbytes
+        limit = nbytes * FILTER_GROWTH + (64 << 10) if self.filters else nbytes
         if self.compressor is None:
             buf: object = raw
-        elif self.filters or out is None:
-            buf = self.compressor.decode(raw)
         else:
-            buf = self.compressor.decode(raw, out=out)
+            into = None if self.filters else out
+            buf = bounded.decode(self.compressor, raw, limit, into)
         for f in reversed(self.filters):
-            buf = f.decode(buf)
+            buf = bounded.decode(f, buf, limit)
         return from_flat(buf, self.meta.chunks, self.meta.dtype, self.meta.order)
 
     def _encode(self, chunk: np.ndarray) -> bytes:

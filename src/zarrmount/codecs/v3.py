@@ -15,6 +15,7 @@ import numcodecs
 import numpy as np
 from numcodecs.checksum32 import CRC32C
 
+from zarrmount.codecs import bounded
 from zarrmount.codecs.base import (
     ChunkDecodeError,
     CodecError,
@@ -132,7 +133,7 @@ class _Crc32c:
         return data.tobytes() + struct.pack("<I", CRC32C().checksum(data))
 
 
-class _Blosc:
+class _Blosc(numcodecs.Blosc):
     """Blosc frames describe themselves; the configuration only matters for encoding."""
 
     _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -140,17 +141,16 @@ class _Blosc:
     def __init__(self, config: dict[str, Any]) -> None:
         shuffle = config.get("shuffle", "noshuffle")
         self.typesize = int(config.get("typesize") or 1)
-        self.codec = numcodecs.Blosc(
+        super().__init__(
             cname=config.get("cname", "lz4"),
             clevel=int(config.get("clevel", 5)),
             shuffle=self._SHUFFLE.get(shuffle, shuffle),
             blocksize=int(config.get("blocksize", 0)),
             typesize=self.typesize,
         )
-        self.decode = self.codec.decode  # accepts ``out``
 
     def encode(self, buf: object) -> object:
-        return self.codec.encode(as_bytes_array(buf))
+        return super().encode(as_bytes_array(buf))
 
 
 def _bytes_codec(name: str, config: dict[str, Any]):
@@ -194,6 +194,10 @@ class Chain:
         if self.to_bytes is None:
             raise CodecError("codec chain has no array-to-bytes codec (bytes, sharding_indexed)")
         self.bytes_spec = spec
+        shape, dtype = spec
+        sharding = isinstance(self.to_bytes, ShardingCodec)
+        index = self.to_bytes.layout.index_nbytes if sharding else 0
+        self.limit = math.prod(shape) * dtype.itemsize + index + 64  # checksums, headers
 
     @staticmethod
     def _array_codec(name: str, config: dict[str, Any], ndim: int) -> _ArrayCodec | None:
@@ -205,11 +209,12 @@ class Chain:
         return None
 
     def decode(self, raw: object, out: np.ndarray | None = None) -> np.ndarray:
-        """Decode a stored chunk; into ``out`` when one numcodecs codec ends the chain."""
+        """Decode a stored chunk; into ``out`` when one numcodecs codec ends the chain.
+        No bytes codec may produce more than the array-to-bytes codec takes."""
         buf = raw
-        into = out is not None and not self.array_codecs and len(self.bytes_codecs) == 1
+        into = out if not self.array_codecs and len(self.bytes_codecs) == 1 else None
         for codec in reversed(self.bytes_codecs):
-            buf = codec.decode(buf, out=out) if into else codec.decode(buf)
+            buf = bounded.decode(codec, buf, self.limit, into)
         arr = self.to_bytes.decode(buf, self.bytes_spec)
         for codec, spec in reversed(self.array_codecs):
             arr = codec.decode(arr, spec)
@@ -351,10 +356,7 @@ class V3Pipeline(Pipeline):
             if not chain.bytes_codecs:
                 self.decode_range = stored_range
             elif len(chain.bytes_codecs) == 1:
-                codec = chain.bytes_codecs[0]
-                self.decode_range, self.decodes_from_start = part_decoder(
-                    codec.codec if isinstance(codec, _Blosc) else codec
-                )
+                self.decode_range, self.decodes_from_start = part_decoder(chain.bytes_codecs[0])
 
     def _decode(self, raw: bytes, out: np.ndarray | None) -> np.ndarray:
         return self.chain.decode(raw, out)

@@ -31,17 +31,31 @@ STEP = 128 << 10
 def decode_range(read: Reader, size: int, lo: int, hi: int, out: np.ndarray) -> None:
     """Bytes ``[lo, hi)`` of the frame stored as ``size`` bytes into ``out``, decoding the
     frame from its start up to ``hi`` only."""
+    first = read(0, min(STEP, size))
+    try:  # a frame that claims more than the chunk is a bomb: no part of it is served
+        claimed = zstd.get_frame_info(first[:18]).decompressed_size
+    except zstd.ZstdError as e:
+        raise ChunkDecodeError(f"zstd frame header: {e}") from e
+    if claimed is None:  # only a whole (capped) decode can tell whether it fits
+        raise Unsupported("zstd frame does not state its size")
+    if claimed > out.nbytes:
+        raise ChunkDecodeError(f"zstd frame holds {claimed} bytes, expected {out.nbytes}")
     decompressor = zstd.ZstdDecompressor()
-    at = done = 0
+    at, done, pending = len(first), 0, first
     while done < hi:
         data = b""
         if decompressor.needs_input:
-            if at >= size:
-                raise ChunkDecodeError(f"zstd frame ends at {done} bytes, expected {out.nbytes}")
-            data = read(at, min(STEP, size - at))
-            if not data:
-                raise ChunkDecodeError(f"chunk ends at {at} bytes while read")
-            at += len(data)
+            if pending:
+                data, pending = pending, b""
+            else:
+                if at >= size:
+                    raise ChunkDecodeError(
+                        f"zstd frame ends at {done} bytes, expected {out.nbytes}"
+                    )
+                data = read(at, min(STEP, size - at))
+                if not data:
+                    raise ChunkDecodeError(f"chunk ends at {at} bytes while read")
+                at += len(data)
         piece = decompressor.decompress(data, max_length=hi - done)
         if not piece and not data:
             raise ChunkDecodeError(f"zstd frame stops at {done} bytes")
