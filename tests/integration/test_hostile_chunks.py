@@ -13,6 +13,7 @@ import os
 import struct
 import zlib
 
+import google_crc32c
 import numcodecs
 import numpy as np
 import pytest
@@ -108,3 +109,73 @@ def test_bomb_fails_its_reads_within_the_budget(bombs, name):
         m.assert_alive()
     print(f"{name}: peak RSS {rss.peak_kib // 1024} MiB")
     assert rss.peak_kib * 1024 <= CACHE + 150 * MIB
+
+
+# -- shards: damaged indexes -----------------------------------------------------------
+
+SHARD_INDEX = 4 * 16 + 4  # 2 x 2 inner chunks, (offset, length) as uint64, then crc32c
+
+
+def _index(shard: bytes) -> np.ndarray:
+    return np.frombuffer(shard[-SHARD_INDEX:-4], "<u8").reshape(2, 2, 2).copy()
+
+
+def _with_index(shard: bytes, index: np.ndarray, crc: int | None = None) -> bytes:
+    body = index.astype("<u8").tobytes()
+    crc = google_crc32c.value(body) if crc is None else crc
+    return shard[:-SHARD_INDEX] + body + struct.pack("<I", crc)
+
+
+def _entry(shard: bytes, offset: int | None = None, length: int | None = None) -> bytes:
+    index = _index(shard)
+    index[1, 1] = (len(shard) + 100 if offset is None else offset,
+                   index[1, 1, 1] if length is None else length)
+    return _with_index(shard, index)
+
+
+# name: (the damaged shard, is inner chunk (0, 0) still readable)
+SHARDS = {
+    "entry-past-the-end": (lambda s: _entry(s), True),
+    "entry-of-2**63-bytes": (lambda s: _entry(s, offset=0, length=1 << 63), True),
+    "entry-at-2**63": (lambda s: _entry(s, offset=1 << 63, length=16), True),
+    "index-checksum-wrong": (lambda s: _with_index(s, _index(s), crc=0), False),
+    "shorter-than-its-index": (lambda s: s[:SHARD_INDEX - 8], False),
+}
+ROWS = 256  # (256, 256) uint32, one shard of 2 x 2 inner chunks of 128 x 128
+
+
+@pytest.mark.parametrize("name", SHARDS)
+def test_damaged_shard_index_fails_only_what_it_must(tmp_path, name):
+    damage, healthy_inner = SHARDS[name]
+    root = str(tmp_path / "s.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=3)
+    values = np.arange(ROWS * ROWS, dtype="<u4").reshape(ROWS, ROWS)
+    for array in ("bad", "healthy"):
+        a = group.create_array(array, shape=(ROWS, ROWS), chunks=(128, 128), shards=(ROWS, ROWS),
+                               dtype="<u4", compressors=None)
+        a[:] = values
+    path = os.path.join(root, "bad", "c", "0", "0")
+    with open(path, "rb") as f:
+        shard = f.read()
+    with open(path, "wb") as f:
+        f.write(damage(shard))
+    expected = zarr.open_array(root, path="healthy", mode="r")[:].tobytes()
+    row = ROWS * 4
+    # direct_io: reads are exactly the application's (through the page cache a page of
+    # row 128 holds bytes of inner chunks (1, 0) and (1, 1) alike)
+    with mounted(root, ["direct_io"], tag="shardidx", wrapper=LIMIT) as m:
+        fd = os.open(m.p("bad"), os.O_RDONLY)
+        try:
+            with pytest.raises(OSError) as e:
+                os.pread(fd, 64, 200 * row + 200 * 4)  # inner chunk (1, 1)
+            assert e.value.errno == errno.EIO
+            if healthy_inner:
+                assert os.pread(fd, 64, 3 * row) == expected[3 * row : 3 * row + 64]
+            else:
+                with pytest.raises(OSError):
+                    os.pread(fd, 64, 3 * row)
+        finally:
+            os.close(fd)
+        assert read_file(m.p("healthy")) == expected
+        assert m.wait_for_log("bad/c/0/0"), m.read_log()[-2000:]
+        m.assert_alive()

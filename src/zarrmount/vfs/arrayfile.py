@@ -270,9 +270,10 @@ class ArrayFile:
         index = await self.cache.get((self.path, "index", key), lambda: self._load_index(key))
         if index.size == 0:
             return None
-        offset, length = (int(v) for v in index[local])
-        if offset == MISSING and length == MISSING:
+        found = self._inner_range(index, local)
+        if found is None:
             return None
+        offset, length = found
         raw = await self.store.get_range(key, offset, length)
         if raw is None or len(raw) != length:
             raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
@@ -401,10 +402,24 @@ class ArrayFile:
             return None
         if index.size == 0 or self._changed(shard, generation):
             return None
+        try:
+            found = self._inner_range(index, local)
+        except ChunkDecodeError:
+            return None
+        if found is None:
+            return None
+        return _Part(key, 0, 0, *found, shard, generation)
+
+    def _inner_range(self, index: np.ndarray, local: tuple[int, ...]) -> tuple[int, int] | None:
+        """``(offset, length)`` of an inner chunk in its shard; None when it is absent. An
+        entry longer than any encoding of the chunk is damage, not a request to make."""
         offset, length = (int(v) for v in index[local])
         if offset == MISSING and length == MISSING:
             return None
-        return _Part(key, 0, 0, offset, length, shard, generation)
+        if length > 2 * self.meta.chunk_nbytes + (64 << 10) or offset >= 1 << 62:
+            raise ChunkDecodeError(f"shard index says inner chunk {list(local)} has "
+                                   f"{length} bytes at {offset}")
+        return offset, length
 
     def _changed(self, shard: tuple[int, ...], generation: int) -> bool:
         return shard in self._busy or self._generation.get(shard, 0) != generation
