@@ -7,6 +7,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -126,12 +127,31 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     try:
         _check_mountpoint(mountpoint)
         dialect, root, pipeline = _open(source, options)
+        lock = _lock_writer(dialect.store, mountpoint, options)
     except CommandError as e:
         log.error("%s", e)
         ready.failed(str(e))
         raise
     fs = Filesystem(dialect, root, pipeline, options)
-    return session.run(fs, source, mountpoint, ready)
+    try:
+        return session.run(fs, source, mountpoint, ready)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _lock_writer(store, mountpoint: str, options: MountOptions) -> object | None:
+    """An rw mount holds the store's writer lock: a second writer would overwrite chunks
+    under the first one's cache (a lost update)."""
+    if options.read_only or options.nolock:
+        return None
+    holder = f"pid {os.getpid()} on {socket.gethostname()}, mounted at {mountpoint}"
+    try:
+        return store.lock_writer(holder)
+    except (StoreError, OSError) as e:
+        raise CommandError(
+            f"cannot mount {store.url} read-write: {e} (-o nolock to force)"
+        ) from None
 
 
 def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:

@@ -53,6 +53,7 @@ class MountOptions:
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     direct_io: bool = False  # no page cache: each read is the application's (no shared mmap)
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
+    nolock: bool = False  # rw without the store's writer lock (another writer may clash)
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
@@ -151,6 +152,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache_size=SIZE", "decoded-chunk cache budget, suffixes K/M/G (default 512M)", _size),
     Option("write_empty_chunks", "with rw: store chunks that are all fill value",
            _flag("write_empty_chunks"), False),
+    Option("nolock", "with rw: mount even while another rw mount holds the store",
+           _flag("nolock"), False),
     Option("writeback_delay=SECONDS", "with rw: how long written data may wait (default 5)",
            _number("writeback_delay", float, 0)),
     Option("read_ahead_kb=N", "kernel read-ahead of the mount (default 1024 as root)",

@@ -69,6 +69,12 @@ class Store(ABC):
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
 
+    def lock_writer(self, holder: str) -> object | None:
+        """Take the store's writer lock, held while the returned object lives (and given
+        up by the kernel if the process dies); None where the store has no such lock.
+        Raises StoreError naming the holder when another writer has it."""
+        return None
+
     @abstractmethod
     def list_dir(self, prefix: str) -> list[str]:
         """Names directly below ``prefix`` (keys and sub-prefixes, no trailing ``/``)."""

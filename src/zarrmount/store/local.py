@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import threading
@@ -14,6 +15,8 @@ from zarrmount.store.base import Store, StoreError, T, key_parts
 log = logging.getLogger(__name__)
 # Written values go to a temporary file beside their key, renamed into place when whole.
 TMP_PREFIX = ".zarrmount-tmp-"
+# At the root of a store mounted read-write: its flock marks the one writer.
+LOCK_NAME = ".zarrmount.lock"
 
 
 class LocalStore(Store):
@@ -46,8 +49,8 @@ class LocalStore(Store):
             log.error("refused %s: it leads outside the store root, to %s", key or "/", real)
             raise StoreError(f"{key or '/'}: leads outside the store root")
 
-    def _open(self, key: str, flags: int = os.O_RDONLY) -> int:
-        fd = os.open(self._path(key), flags | os.O_CLOEXEC)
+    def _open(self, key: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+        fd = os.open(self._path(key), flags | os.O_CLOEXEC, mode)
         try:
             self._inside(fd, key)
         except BaseException:
@@ -178,6 +181,21 @@ class LocalStore(Store):
         for directory in sorted(directories, key=len, reverse=True):
             with contextlib.suppress(FileNotFoundError):  # a delete of a key never stored
                 _fsync(directory, os.path.relpath(directory, self.root) + "/")
+
+    def lock_writer(self, holder: str) -> object:
+        """``flock`` on a file at the root: the kernel drops it when the holder dies."""
+        fd = self._open(LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise StoreError(
+                f"mounted read-write already ({other or 'by another process'})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder.encode(), 0)
+        return os.fdopen(fd, "r+b")
 
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
