@@ -113,7 +113,31 @@ def _options(args: argparse.Namespace) -> MountOptions:
             options.apply(text)
     except OptionError as e:
         raise CommandError(str(e)) from None
+    if not options.read_only and not options.writable and _run_by_mount():
+        # mount(8) passes "rw" unless told "ro": only "writable" means what it says there
+        print("zarrmount: mounted read-only: through mount(8) and fstab, read-write needs "
+              "-o writable", file=sys.stderr)
+        options.read_only = True
     return options
+
+
+def _run_by_mount(levels: int = 4) -> bool:
+    """True when mount(8) started us (fstab, ``mount -t fuse.zarrmount``, systemd .mount
+    units): it or its fuse helper is among our nearest ancestors."""
+    pid = os.getppid()
+    for _ in range(levels):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                comm, rest = f.read().rsplit(")", 1)
+        except OSError:
+            return False
+        name = comm.partition("(")[2]
+        if name == "mount" or name.startswith("mount.fuse"):
+            return True
+        pid = int(rest.split()[1])
+        if pid <= 1:
+            return False
+    return False
 
 
 def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:

@@ -54,6 +54,7 @@ class MountOptions:
     direct_io: bool = False  # no page cache: each read is the application's (no shared mmap)
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
     nolock: bool = False  # rw without the store's writer lock (another writer may clash)
+    writable: bool = False  # read-write also through mount(8), which adds "rw" on its own
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
@@ -148,6 +149,9 @@ def _storage_option(o: MountOptions, name: str, text: str) -> None:
 OPTIONS: tuple[Option, ...] = (
     Option("ro", "read-only (the default)", _flag("read_only"), False),
     Option("rw", "read-write: writes change the arrays in the store", _flag("read_only", False),
+           False),
+    Option("writable", "read-write, also through mount(8) and fstab (where rw is ignored)",
+           lambda o, _n, _v: (setattr(o, "writable", True), setattr(o, "read_only", False)),
            False),
     Option("cache_size=SIZE", "decoded-chunk cache budget, suffixes K/M/G (default 512M)", _size),
     Option("write_empty_chunks", "with rw: store chunks that are all fill value",

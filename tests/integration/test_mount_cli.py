@@ -6,13 +6,14 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from helpers import zarrdata
+from helpers import rw_tools, zarrdata
 from helpers.mounting import (
     background_mount,
     find_daemon_pid,
@@ -465,3 +466,39 @@ def test_u_signals_no_process_a_filesystem_names(tmp_path):
         liar.kill()
         liar.wait()
         remove_mountpoint(mnt)
+
+
+# --------------------------------------------------------------------------- mount(8)
+
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _through_mount(source, mnt, options: str) -> subprocess.CompletedProcess:
+    """``mount -t fuse.zarrmount``, as fstab and systemd .mount units do: mount.fuse3 runs
+    ``zarrmount`` from the standard PATH (scripts/setup-env links it there as root)."""
+    found = shutil.which("zarrmount", path=SAFE_PATH)
+    if found is None or os.path.realpath(found) != os.path.realpath(zarrmount_exe()):
+        pytest.skip(f"zarrmount on root's PATH is {found}, not this checkout's")
+    return subprocess.run(["mount", "-t", "fuse.zarrmount", str(source), mnt, "-o", options],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("options,writable", [("cache_size=64M", False), ("rw", False),
+                                              ("writable,cache_size=64M", True)])
+def test_through_mount8_rw_needs_writable(tmp_path, scratch_mountpoint, options, writable):
+    """mount(8) adds "rw" whenever "ro" is not given: only "writable" makes a mount so."""
+    store = rw_tools.make_store(tmp_path, "v3", rw_tools.SPECS["v3"])
+    done = _through_mount(store.root, scratch_mountpoint, options)
+    assert done.returncode == 0, done.stderr
+    try:
+        path = os.path.join(scratch_mountpoint, "v3")
+        if writable:
+            os.close(os.open(path, os.O_RDWR))
+        else:
+            with pytest.raises(OSError) as e:
+                os.open(path, os.O_RDWR)
+            assert e.value.errno == errno.EROFS
+            assert "read-write needs -o writable" in done.stderr
+    finally:
+        un = subprocess.run(["umount", scratch_mountpoint], capture_output=True, text=True)
+        assert un.returncode == 0, un.stderr
