@@ -18,11 +18,14 @@ from zarrmount.store import Store, StoreError
 def _dialect(store: Store) -> Dialect:
     raw = store.get("zarr.json")
     if raw is not None:
+        store.root_marker = "zarr.json"
         if is_entry_point(load_json(raw, "zarr.json")):
             return DraftDialect.detect(store, parse_entry_point(raw))
         return V3Dialect(store, parse_document(raw))
-    if store.get(ZARRAY) is not None or store.get(ZGROUP) is not None:
-        return V2Dialect(store)
+    for key in (ZARRAY, ZGROUP):
+        if store.get(key) is not None:
+            store.root_marker = key
+            return V2Dialect(store)
     raise SourceError(
         f"no Zarr metadata (zarr.json, .zgroup or .zarray) at the root of {store.url}"
     )

@@ -17,6 +17,9 @@ RETRY_DEADLINE_S = 1.0
 # A hung call is abandoned this long after its deadline: the store's own deadline, which
 # names the cause, fires first where the backend can cancel the request.
 SLACK_S = 1.0
+# How long a check that the store's root is there counts (absent keys read as fill values
+# only from a store that is there); a failed check counts for nothing.
+ROOT_CHECK_S = 1.0
 
 
 @dataclass
@@ -38,6 +41,7 @@ class AsyncStore:
         self.stats = StoreStats()
         self._limiter = trio.CapacityLimiter(concurrency)
         self._failed = RecentFailures()
+        self._root_seen: float | None = None  # trio time the root was last found
 
     async def _run(self, fn, *args, deadline_s: float | None = None):
         """Run ``fn`` in a thread; for remote stores never wait past the deadline."""
@@ -75,6 +79,17 @@ class AsyncStore:
             raise
         self._failed.forget(key)
         return value
+
+    async def check_root(self) -> None:
+        """Raise StoreError unless the store's root metadata is there (checked at most
+        every ROOT_CHECK_S while it is)."""
+        marker = self.store.root_marker
+        now = trio.current_time()
+        if marker is None or (self._root_seen is not None and now - self._root_seen < ROOT_CHECK_S):
+            return
+        if await self._fetch(self.store.get_range, marker, 0, 1) is None:
+            raise StoreError(f"the store's root ({marker}) is gone: {self.store.url}")
+        self._root_seen = now
 
     async def get(self, key: str) -> bytes | None:
         value = await self._fetch(self.store.get, key)

@@ -47,6 +47,7 @@ class Store(ABC):
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
+    root_marker: str | None = None  # the root's metadata key, once the hierarchy is found
 
     @abstractmethod
     def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:

@@ -239,17 +239,23 @@ class ArrayFile:
                     self._read_decode, key, limiter=self.decode_limiter
                 )
                 self.store.count_get(nbytes)
-                return loaded or Loaded(self._fill, _FILL_ENTRY_BYTES)
+                return loaded or await self._absent()
             if local is None:
                 raw = await self.store.get(key)
             else:
                 raw = await self._fetch_inner(key, local, self._shard_of(coords))
             if raw is None:
-                return Loaded(self._fill, _FILL_ENTRY_BYTES)
+                return await self._absent()
             return await self._decode(raw)
         except (StoreError, ChunkDecodeError) as e:
             log.error("chunk %s: %s", key, e)
             raise FsError(errno.EIO, f"chunk {key}: {e}") from e
+
+    async def _absent(self) -> Loaded:
+        """An absent chunk reads as the fill value, but only from a store still there: a
+        deleted bucket or an unmounted disk must not read as fill values (StoreError)."""
+        await self.store.check_root()
+        return Loaded(self._fill, _FILL_ENTRY_BYTES)
 
     async def _fetch_inner(
         self, key: str, local: tuple[int, ...], shard: tuple[int, ...]

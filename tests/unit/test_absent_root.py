@@ -1,0 +1,44 @@
+"""An absent chunk is the fill value only in a store that is there: a store whose root is
+gone (a deleted bucket, an unmounted disk) fails the reads, and nothing of it is kept."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+import pytest
+import trio
+import trio.testing
+import zarr
+
+from zarrmount import hierarchy
+from zarrmount.options import MountOptions
+from zarrmount.store.aio import ROOT_CHECK_S
+from zarrmount.store.local import LocalStore
+from zarrmount.vfs import Filesystem, FsError
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_absent_chunks_of_a_vanished_store_fail_and_nothing_is_kept(tmp_path, fmt):
+    root = str(tmp_path / "data.zarr")
+    a = zarr.create_array(root, shape=(40,), chunks=(10,), dtype="<i2", fill_value=-7,
+                          zarr_format=fmt)
+    a[:10] = np.arange(10)  # chunks 1, 2 and 3 are absent
+    expected = np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
+    dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
+    fs = Filesystem(dialect, node, pipeline, MountOptions())
+    clock = trio.testing.MockClock()
+
+    async def main():
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+        assert bytes(await fs.read(fh, 20, 2)) == expected[20:22]  # chunk 1: fill
+        os.rename(root, root + ".gone")
+        clock.jump(ROOT_CHECK_S)
+        with pytest.raises(FsError) as e:
+            await fs.read(fh, 40, 2)  # chunk 2: absent, but so is the store
+        assert e.value.errno == errno.EIO
+        os.rename(root + ".gone", root)
+        assert bytes(await fs.read(fh, 40, 40)) == expected[40:80]  # no error was kept
+
+    trio.run(main, clock=clock)
