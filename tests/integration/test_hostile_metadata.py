@@ -3,11 +3,13 @@ the mount stays up and a healthy sibling still reads what zarr-python reads."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pytest
 import zarr
+from helpers import rw_tools
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import read_file
 
@@ -48,3 +50,67 @@ def test_root_attributes_nested_100000_deep_fail_with_one_line(deep_store, tmp_p
         done = run_cli(args)
         assert done.returncode != 0
         assert done.stderr.count("\n") == 1 and "nests deeper" in done.stderr, done.stderr
+
+
+# -- a corpus of .zarray documents written to hurt ----------------------------------------
+
+def _set(**changes):
+    return lambda doc: json.dumps({**doc, **changes}).encode()
+
+
+ZARRAYS = {
+    "invalid-json": lambda doc: b'{"zarr_format": 2, "shape": [4',
+    "not-an-object": lambda doc: b"[1, 2, 3]",
+    "negative-shape": _set(shape=[-4]),
+    "fractional-shape": _set(shape=[4.5]),
+    "shape-of-strings": _set(shape=["4"]),
+    "elements-overflow-int64": _set(shape=[1 << 40, 1 << 40], chunks=[1, 1]),
+    "bytes-overflow-int64": _set(shape=[1 << 62], chunks=[1 << 20], dtype="<f8"),
+    "zero-chunks": _set(chunks=[0]),
+    "negative-chunks": _set(chunks=[-1]),
+    "chunks-of-other-rank": _set(chunks=[1, 1]),
+    "unknown-dtype": _set(dtype="<x9"),
+    "unknown-compressor": _set(compressor={"id": "no-such-codec"}),
+    "unknown-order": _set(order="Z"),
+    "unknown-separator": _set(dimension_separator="x"),
+    "unknown-format": _set(zarr_format=7),
+    "fill-of-wrong-type": _set(fill_value="forty-two"),
+    "over-64-MiB": lambda doc: json.dumps({**doc, "pad": "x" * (70 << 20)}).encode(),
+}
+# Valid, only large: served, within the memory budget.
+LARGE = {"large-document": lambda doc: json.dumps({**doc, "pad": "x" * (50 << 20)}).encode()}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus") / "c.zarr"
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    for name in ("healthy", *ZARRAYS, *LARGE):
+        a = group.create_array(name, shape=(4,), chunks=(2,), dtype="<u2", compressors=None)
+        a[:] = np.arange(4)
+    for name, mutate in {**ZARRAYS, **LARGE}.items():
+        path = root / name / ".zarray"
+        path.write_bytes(mutate(json.loads(path.read_text())))
+    (root / "large-attributes").mkdir()
+    (root / "large-attributes" / ".zgroup").write_text('{"zarr_format": 2}')
+    (root / "large-attributes" / ".zattrs").write_text(json.dumps({"pad": "y" * (50 << 20)}))
+    return root
+
+
+def test_hostile_zarray_corpus_hides_each_node_with_a_reason(corpus):
+    expected = zarr.open_array(corpus / "healthy", mode="r")[:].tobytes()
+    shown = run_cli(["--inspect", corpus, "--json"])
+    assert shown.returncode == 0, shown.stderr
+    nodes = {n["path"]: n for n in json.loads(shown.stdout)["nodes"]}
+    for name in ZARRAYS:
+        assert not nodes[name]["shown"] and nodes[name]["reason"], nodes[name]
+    assert nodes["large-document"]["shown"] and nodes["large-attributes"]["shown"]
+    with mounted(corpus, tag="corpus", wrapper=["prlimit", f"--as={4 << 30}", "--"]) as m:
+        with rw_tools.RssSampler(m.proc.pid) as rss:
+            assert set(os.listdir(m.path)) == {"healthy", "large-document", "large-attributes"}
+            for name in ("healthy", "large-document"):
+                assert read_file(m.p(name)) == expected
+            for name in ZARRAYS:
+                assert m.wait_for_log(f"{name!r}"), (name, m.read_log()[-3000:])
+        m.assert_alive()
+    assert rss.peak_kib << 10 <= (512 << 20) + (150 << 20)  # the default cache + 150 MiB

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+MAX_FILE_BYTES = (1 << 63) - 1  # the largest file size the kernel knows
+
 
 class MetadataError(ValueError):
     """A node's metadata is malformed or uses something we cannot show as a raw file."""
@@ -54,6 +56,10 @@ class ArrayMeta:
     shards: tuple[int, ...] | None = None
     dimension_names: tuple[str | None, ...] | None = None
     format_label: str = ""  # ``user.zarr.format`` when not just ``zarr_format``
+
+    def __post_init__(self) -> None:
+        if self.nbytes > MAX_FILE_BYTES:
+            raise MetadataError(f"the array holds {self.nbytes} bytes, more than a file can")
 
     @property
     def format_name(self) -> str:
