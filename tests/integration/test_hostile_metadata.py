@@ -114,3 +114,21 @@ def test_hostile_zarray_corpus_hides_each_node_with_a_reason(corpus):
                 assert m.wait_for_log(f"{name!r}"), (name, m.read_log()[-3000:])
         m.assert_alive()
     assert rss.peak_kib << 10 <= (512 << 20) + (150 << 20)  # the default cache + 150 MiB
+
+
+def test_a_chain_of_1000_nested_groups_mounts_and_reads(tmp_path):
+    root = tmp_path / "n.zarr"
+    zarr.open_group(root, mode="w", zarr_format=2)
+    path = root
+    for _ in range(1000):  # by hand: zarr-python walks every parent of each new node
+        path = path / "g"
+        path.mkdir()
+        (path / ".zgroup").write_text('{"zarr_format": 2}')
+    deep = zarr.open_group(path, mode="a", zarr_format=2)
+    deep.create_array("a", shape=(3,), dtype="u1", fill_value=5)
+    expected = zarr.open_array(path / "a", mode="r")[:].tobytes()
+    shown = run_cli(["--inspect", root])
+    assert shown.returncode == 0 and shown.stdout.count("\n") == 1002, shown.stderr
+    with mounted(root, tag="nested") as m:
+        assert read_file(os.path.join(m.path, *["g"] * 1000, "a")) == expected
+        m.assert_alive()
