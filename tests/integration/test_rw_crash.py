@@ -86,8 +86,11 @@ def test_sigkill_after_fsync_keeps_fsynced_bytes(tmp_path, name, delay):
             thread = threading.Thread(target=writer)
             thread.start()
             try:
-                # kill only once idle write-backs of the new writes are going on
-                started = mounting.wait_until(lambda: m.stats()["store_sets"] > sets, 10, 0.01)
+                # kill only once idle write-backs of the new writes are going on, among
+                # enough of them to matter (the writer's pace depends on the machine)
+                started = mounting.wait_until(
+                    lambda: m.stats()["store_sets"] > sets and len(attempted) > 20, 10, 0.01
+                )
                 assert started, f"no idle write-back within 10 s: {m.stats()}"
                 time.sleep(delay)
                 pid = m.proc.pid
