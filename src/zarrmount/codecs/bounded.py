@@ -57,21 +57,18 @@ def _zstd(data: np.ndarray, limit: int) -> bytes | None:
     return got
 
 
-def _lz4(data: np.ndarray, limit: int) -> None:
-    """numcodecs' LZ4 frames start with the decoded size (little-endian int32)."""
-    if data.nbytes < 4:
-        raise ChunkDecodeError("lz4 chunk has no size header")
-    (size,) = struct.unpack("<i", data[:4].tobytes())
-    if size > limit:
-        raise _too_big(size, limit)
+def _claimed_size(name: str, at: int, header: int) -> Callable[[np.ndarray, int], None]:
+    """A check of the decoded size a format states (little-endian int32 at ``at`` of a
+    ``header``-byte header): numcodecs' LZ4 frames and blosc frames."""
 
+    def check(data: np.ndarray, limit: int) -> None:
+        if data.nbytes < header:
+            raise ChunkDecodeError(f"{name} chunk has no header")
+        (size,) = struct.unpack("<i", data[at : at + 4].tobytes())
+        if size > limit:
+            raise _too_big(size, limit)
 
-def _blosc(data: np.ndarray, limit: int) -> None:
-    if data.nbytes < 16:
-        raise ChunkDecodeError("blosc chunk has no header")
-    (size,) = struct.unpack("<i", data[4:8].tobytes())
-    if size > limit:
-        raise _too_big(size, limit)
+    return check
 
 
 # codec class: decode capped at a size (returns the bytes) or check the header (None)
@@ -81,8 +78,8 @@ _BOUNDED: dict[type, Callable[[np.ndarray, int], bytes | None]] = {
     numcodecs.BZ2: lambda d, n: _capped(bz2.BZ2Decompressor(), d, n),
     numcodecs.LZMA: lambda d, n: _capped(lzma.LZMADecompressor(), d, n),
     numcodecs.Zstd: _zstd,
-    numcodecs.LZ4: _lz4,
-    numcodecs.Blosc: _blosc,
+    numcodecs.LZ4: _claimed_size("lz4", 0, 4),
+    numcodecs.Blosc: _claimed_size("blosc", 4, 16),
 }
 
 
