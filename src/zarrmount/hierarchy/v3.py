@@ -13,6 +13,7 @@ from zarrmount.hierarchy.base import (
     Dialect,
     array_child,
     join,
+    kind_of,
     named_child,
     probe_children,
 )
@@ -31,6 +32,18 @@ def parse_node(path: str, doc: Any) -> tuple[Node, Pipeline | None]:
         return HiddenNode(path, str(kind), str(e)), None
 
 
+def _ambiguous(root_doc: dict[str, Any]) -> dict[str, str]:
+    """Why each consolidated path that more than one key names is hidden:
+    :func:`v3.consolidated` strips ``/`` from both ends of each key, so ``a`` and ``/a``
+    name one node and only the document that came last would be kept."""
+    keys: dict[str, list[str]] = {}
+    for key, doc in root_doc["consolidated_metadata"]["metadata"].items():
+        if isinstance(doc, dict):
+            keys.setdefault(key.strip("/"), []).append(key)
+    return {path: f"consolidated metadata names it more than once: {named!r}"
+            for path, named in keys.items() if len(named) > 1}
+
+
 class V3Dialect(Dialect):
     label = "3"
 
@@ -39,6 +52,7 @@ class V3Dialect(Dialect):
         self.root_doc = root_doc
         # Listing from consolidated metadata needs no store listing at all.
         self.consolidated = v3.consolidated(root_doc) if root_doc["node_type"] == "group" else None
+        self.ambiguous = _ambiguous(root_doc) if self.consolidated is not None else {}
 
     def node(self, path: str) -> tuple[Node, Pipeline | None] | None:
         try:
@@ -64,6 +78,9 @@ class V3Dialect(Dialect):
         for path, doc in sorted(self.consolidated.items()):
             head, _, name = path.rpartition("/")
             if head == parent and name:
-                children.append(named_child(name, path, *parse_node(path, doc)))
+                node, pipeline = parse_node(path, doc)
+                if path in self.ambiguous:
+                    node, pipeline = HiddenNode(path, kind_of(node), self.ambiguous[path]), None
+                children.append(named_child(name, path, node, pipeline))
         return children
 
