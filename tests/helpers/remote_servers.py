@@ -8,7 +8,9 @@
 * :class:`FaultProxy` - a threaded HTTP proxy on loopback (in front of the S3 server) whose
   behaviour tests switch at run time: added latency, an HTTP status (503, 429, 403, 404...)
   N times or for ever, a connection reset in the middle of the body, or a stall (no answer
-  until released). It records every request and the peak number in flight.
+  until released). It records every request and the peak number in flight;
+  :attr:`FaultProxy.data_requests` (and ``count(..., lease=False)``) leave out those for
+  the writer lease object an rw mount keeps at the store root.
 
 Everything listens on 127.0.0.1 only, stops at teardown (servers, threads, sockets,
 processes started here, by PID) and every wait is bounded.
@@ -35,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+
+from zarrmount.store.local import LOCK_NAME as LEASE_NAME
 
 LOOPBACK = "127.0.0.1"
 BUCKET = "zm-remote"
@@ -261,6 +265,12 @@ class Request:
     range: str | None
     outcome: str  # HTTP status as text, "reset" or "stall"
     nbytes: int = 0  # body bytes sent to the client
+
+    @property
+    def is_lease(self) -> bool:
+        """Whether this is a request for the writer lease object (``.zarrmount.lock`` at
+        the store root) that an rw mount of an object store takes, renews and deletes."""
+        return self.path.partition("?")[0].endswith("/" + LEASE_NAME)
 
 
 # ---------------------------------------------------------------------------------------
@@ -518,10 +528,16 @@ class FaultProxy:
         with self._lock:
             return list(self._requests)
 
-    def count(self, method: str | None = None, match: str = "", outcome: str | None = None
-              ) -> int:
+    @property
+    def data_requests(self) -> list[Request]:
+        """:attr:`requests` but those for an rw mount's writer lease object."""
+        return [r for r in self.requests if not r.is_lease]
+
+    def count(self, method: str | None = None, match: str = "", outcome: str | None = None,
+              *, lease: bool = True) -> int:
+        """How many logged requests match; ``lease=False`` leaves out the writer lease's."""
         return sum(
-            1 for r in self.requests
+            1 for r in (self.requests if lease else self.data_requests)
             if (method is None or r.method == method) and re.search(match, r.path)
             and (outcome is None or r.outcome == outcome)
         )

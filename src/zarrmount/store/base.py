@@ -71,9 +71,11 @@ class Store(ABC):
         """Remove ``key``; a missing key is not an error."""
 
     def lock_writer(self, holder: str) -> object | None:
-        """Take the store's writer lock, held while the returned object lives (and given
-        up by the kernel if the process dies); None where the store has no such lock.
-        Raises StoreError naming the holder when another writer has it."""
+        """Take the store's writer lock, held until the returned object is closed; None
+        where the store has no such lock. If the process dies, the kernel gives up a local
+        store's ``flock``; an object store's lease (store/lease.py) is no longer renewed
+        and expires after its TTL (sooner for a mount on the same host). Raises StoreError
+        naming the holder when another writer has it."""
         return None
 
     @abstractmethod

@@ -9,6 +9,7 @@ import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
+from zarrmount.store.lease import WriterLease, take_lease
 from zarrmount.store.retry import with_retries
 
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
@@ -90,6 +91,13 @@ class FsspecStore(Store):
 
     def delete(self, key: str) -> None:
         self._call(key, "rm_file", self._path(key))
+
+    def lock_writer(self, holder: str) -> WriterLease | None:
+        """A renewed lease object at the root (see store/lease.py): object stores have no
+        flock. None where writes can never succeed anyway."""
+        if self.read_only_reason:
+            return None
+        return take_lease(self, holder)
 
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
