@@ -8,6 +8,7 @@ The work per request grows with the number of chunks touched, never with element
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]
@@ -51,19 +52,55 @@ def _chunk_ranges(lo: tuple[int, ...], hi: tuple[int, ...], chunks: tuple[int, .
     return [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunks, strict=True)]
 
 
-def plan_read(
+def touched_ranges(
     shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int
+) -> list[list[range]]:
+    """For each C-contiguous box of elements ``[start, stop)``, its chunk ranges per axis."""
+    return [_chunk_ranges(lo, hi, chunks) for lo, hi in c_order_boxes(shape, start, stop)]
+
+
+def count_touched(
+    shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int
+) -> int:
+    """How many (chunk, box) pairs elements ``[start, stop)`` touch: the size of their
+    plan, found without making it (a chunk met by two boxes counts twice)."""
+    return sum(math.prod(map(len, r)) for r in touched_ranges(shape, chunks, start, stop))
+
+
+def pieces(
+    start: int, stop: int, count: Callable[[int, int], int], most: int
+) -> Iterator[tuple[int, int]]:
+    """Split ``[start, stop)`` into consecutive ranges for which ``count`` is at most
+    ``most`` (or that hold one element), halving where it is more: a request over
+    millions of tiny chunks is planned and served a bounded piece at a time."""
+    if stop - start <= 1 or count(start, stop) <= most:
+        if stop > start:
+            yield start, stop
+        return
+    middle = (start + stop) // 2
+    yield from pieces(start, middle, count, most)
+    yield from pieces(middle, stop, count, most)
+
+
+def plan_read(
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    start: int,
+    stop: int,
+    select: Callable[[list[range]], Iterable[tuple[int, ...]]] | None = None,
 ) -> dict[tuple[int, ...], list[Copy]]:
     """For elements ``[start, stop)``: each touched chunk and the copies it serves.
 
-    Output positions are element offsets relative to ``start``.
+    Output positions are element offsets relative to ``start``. ``select`` picks, from
+    the chunk ranges of each box, the chunks to plan (all of them by default).
     """
     plan: dict[tuple[int, ...], list[Copy]] = {}
     offset = 0
     for lo, hi in c_order_boxes(shape, start, stop):
         box = tuple(b - a for a, b in zip(lo, hi, strict=True))
         size = math.prod(box)
-        for coords in _product(_chunk_ranges(lo, hi, chunks)):
+        ranges = _chunk_ranges(lo, hi, chunks)
+        for coords in product(ranges) if select is None else select(ranges):
             box_sel = []
             chunk_sel = []
             for k, a, b, c in zip(coords, lo, hi, chunks, strict=True):
@@ -157,13 +194,13 @@ class Planner:
         return {(c[0] + k, *c[1:]): copies for c, copies in base.items()}
 
 
-def _product(ranges: list[range]):
+def product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
     """``itertools.product`` over ranges, yielding tuples (also for zero dimensions)."""
     if not ranges:
         yield ()
         return
     for head in ranges[0]:
-        for tail in _product(ranges[1:]):
+        for tail in product(ranges[1:]):
             yield (head, *tail)
 
 
@@ -173,6 +210,6 @@ def chunks_touched(
     """The chunks holding elements ``[start, stop)``, in the order a C-order walk meets them."""
     seen: dict[tuple[int, ...], None] = {}
     for lo, hi in c_order_boxes(shape, start, stop):
-        for coords in _product(_chunk_ranges(lo, hi, chunks)):
+        for coords in product(_chunk_ranges(lo, hi, chunks)):
             seen.setdefault(coords)
     return list(seen)

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrmount.layout import Planner, c_order_boxes, plan_read
+from zarrmount.layout import Planner, c_order_boxes, count_touched, pieces, plan_read, product
 
 
 @st.composite
@@ -107,3 +107,37 @@ def test_boxes_are_contiguous_and_few(case):
 def test_plan_touches_only_needed_chunks():
     plan = plan_read((100, 100), (10, 10), 1005, 1015)  # row 10, columns 5..14
     assert sorted(plan) == [(1, 0), (1, 1)]
+
+
+@given(shapes_and_ranges(), st.integers(1, 6))
+@settings(max_examples=300, deadline=None)
+def test_pieces_cover_the_range_and_plan_it_in_bounded_parts(case, most):
+    """Consecutive pieces, each planning at most ``most`` chunks (or one element), whose
+    plans together reproduce the C-order slice."""
+    shape, chunks, start, stop = case
+    count = lambda a, b: count_touched(shape, chunks, a, b)  # noqa: E731
+    assert count(start, stop) == sum(map(len, plan_read(shape, chunks, start, stop).values()))
+    out = np.full(stop - start, -1, dtype=np.int64)
+    at = start
+    for lo, hi in pieces(start, stop, count, most):
+        assert lo == at and hi > lo and (count(lo, hi) <= most or hi - lo == 1)
+        out[lo - start : hi - start] = execute(plan_read(shape, chunks, lo, hi), shape, chunks,
+                                               lo, hi)
+        at = hi
+    assert at == stop
+    np.testing.assert_array_equal(out, np.arange(start, stop))
+
+
+@given(shapes_and_ranges(), st.data())
+@settings(max_examples=300, deadline=None)
+def test_a_selected_plan_is_the_plan_of_the_chunks_selected(case, data):
+    shape, chunks, start, stop = case
+    whole = plan_read(shape, chunks, start, stop)
+    chosen = set(data.draw(st.lists(st.sampled_from(sorted(whole)), unique=True)))
+
+    def select(ranges):
+        return (c for c in product(ranges) if c in chosen)
+
+    assert plan_read(shape, chunks, start, stop, select) == {
+        c: copies for c, copies in whole.items() if c in chosen
+    }

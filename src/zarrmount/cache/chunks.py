@@ -193,6 +193,11 @@ class ChunkCache:
             del self._flights[key]
             flight.done.set()
 
+    def put(self, key: Hashable, loaded: Loaded) -> None:
+        """Keep ``loaded`` as the clean value of ``key``, loaded by the caller (in a batch)."""
+        self.stats.misses += 1
+        self._insert_clean(key, Entry(*loaded))
+
     def _drop(self, entry: Entry) -> None:
         """An entry left the cache: its pool buffer may serve another chunk."""
         self.used -= entry.nbytes

@@ -7,6 +7,7 @@ import errno
 import functools
 import logging
 import math
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -18,16 +19,25 @@ from zarrmount.codecs import ChunkDecodeError, Pipeline
 from zarrmount.codecs.base import Reader, Unsupported, raw_dtype
 from zarrmount.codecs.v3 import MISSING
 from zarrmount.format.model import ArrayNode
-from zarrmount.layout import Planner, chunks_touched
+from zarrmount.layout import (
+    Planner,
+    chunks_touched,
+    count_touched,
+    pieces,
+    plan_read,
+    touched_ranges,
+)
 from zarrmount.memory import aligned_empty, scratch
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.errors import FsError
+from zarrmount.vfs.stored_units import StoredUnits, list_units
 
 log = logging.getLogger(__name__)
 
-# A missing chunk is a zero-stride view of the fill value: it costs the cache nothing.
-_FILL_ENTRY_BYTES = 64
+# A missing chunk is a zero-stride view of the fill value: it costs the cache only its
+# entry (measured: about 340 bytes with 1-D coordinates, 380 with 2-D).
+_FILL_ENTRY_BYTES = 512
 # The cached "index" of a shard that does not exist: every inner chunk reads as fill.
 _NO_SHARD = np.empty(0, dtype=np.uint64)
 
@@ -52,6 +62,13 @@ PARTS_PER_THREAD = 8
 # many chunks queues their decoding (as it would have done in the foreground), but not
 # without bound; a chunk skipped is read in part again, and may follow next time.
 FOLLOW_LIMIT = 64
+# A request touching more chunks than this is served a piece of at most this many at a
+# time (its plan, tasks and pins stay small, and other requests get their turns); over
+# an array whose stored chunks are listed, every absent chunk takes the fill value at once.
+WIDE = 256
+# How long a listing of an array's stored chunks is trusted: writers other than this
+# mount are noticed within this time.
+LISTING_TTL_S = 30.0
 
 
 class _Part(NamedTuple):
@@ -124,17 +141,23 @@ class ArrayFile:
         self._fill = np.broadcast_to(self._fill_element, meta.chunks)
         self._prefix = node.data_prefix
         self._sharding = pipeline.sharding
+        self._per_unit = (
+            (1,) * len(meta.shape) if self._sharding is None else self._sharding.chunks_per_shard
+        )
         self._read_ahead = ReadAhead(self.size, cache.capacity // 4)
         self._planner = Planner(meta.shape, meta.chunks)
         self._by_parts = pipeline.decode_range is not None and store.store.reads_parts
         self._chunk_steps = [math.prod(meta.chunks[i + 1 :]) for i in range(len(meta.chunks))]
-        self._following = 0
+        self._following = 0  # background loads under way
         self.background = background
         self.pool = pool
         # Units (chunks, or shards) being written back, and how often each was rewritten:
         # only writable files fill these, but readers of shards must respect them.
         self._busy: dict[tuple[int, ...], trio.Event] = {}
         self._generation: dict[tuple[int, ...], int] = {}
+        self._stores = 0  # write-backs begun: a listing they overlapped may miss a key
+        # listings still in use (cached, or held by a read): each learns what is stored
+        self._listings: weakref.WeakSet[StoredUnits] = weakref.WeakSet()
 
     async def warm_up(self, budget: int) -> int:
         """Put up to ``WARM_CHUNKS`` chunk buffers, within ``budget`` bytes, in the pool,
@@ -229,6 +252,10 @@ class ArrayFile:
     def _shard_of(self, coords: tuple[int, ...]) -> tuple[int, ...]:
         per_shard = self._sharding.chunks_per_shard
         return tuple(c // n for c, n in zip(coords, per_shard, strict=True))
+
+    def _unit(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        """The grid coordinates of the stored object holding ``coords`` (chunk or shard)."""
+        return coords if self._sharding is None else self._shard_of(coords)
 
     async def _load(self, coords: tuple[int, ...]) -> Loaded:
         """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
@@ -468,7 +495,7 @@ class ArrayFile:
         return counted.nbytes
 
     async def _follow(self, coords: tuple[int, ...]) -> None:
-        """Load a chunk read in part into the cache: its neighbours are likely next."""
+        """Load a chunk into the cache in the background (read in part, or read ahead)."""
         try:
             await self._prefetch_one(coords)
         finally:
@@ -481,10 +508,17 @@ class ArrayFile:
             self.pool.give(buffer)
 
     async def _prefetch(self, first: int, last: int) -> None:
-        """Load the chunks of elements ``[first, last)`` into the cache, in walk order."""
+        """Load the chunks of elements ``[first, last)`` into the cache, in walk order: at
+        most WIDE of them, and at most WIDE background loads of this file under way (a
+        reader faster than the store must not pile up tasks)."""
+        count = functools.partial(count_touched, self.meta.shape, self.meta.chunks)
+        last = next(pieces(first, last, count, WIDE), (first, first))[1]
         for coords in chunks_touched(self.meta.shape, self.meta.chunks, first, last):
-            if self.cache.peek((self.path, coords)) is None:
-                self.background.start_soon(self._prefetch_one, coords)
+            if self._following >= WIDE:
+                return
+            key = (self.path, coords)
+            if self.cache.peek(key) is None and not self.cache.loading(key):
+                self._following += self.background.start_soon(self._follow, coords)
 
     async def _prefetch_one(self, coords: tuple[int, ...]) -> None:
         # A failed load was logged; the reader meets the same error if it gets there.
@@ -540,9 +574,15 @@ class ArrayFile:
         else:
             out = aligned_empty(nbytes).view(self._raw)
         if row is not None:
-            plan = self._planner.row_plan(row, last - first)
+            await self._serve(self._planner.row_plan(row, last - first), out, last)
+        elif count_touched(self.meta.shape, self.meta.chunks, first, last) <= WIDE:
+            await self._serve(self._planner.plan(first, last), out, last)
         else:
-            plan = self._planner.plan(first, last)
+            await self._read_wide(first, last, out)
+        return memoryview(out.view(np.uint8))[skip : skip + end - offset]
+
+    async def _serve(self, plan: dict, out: np.ndarray, last: int) -> None:
+        """Copy what ``plan`` reads into ``out``, which starts where the plan does."""
         chunks, pinned, lent = await self._chunks(plan)
         try:
             for coords, copies in plan.items():
@@ -553,4 +593,100 @@ class ArrayFile:
             self._give_back(pinned, lent)
         if self._read_ahead.sequential:
             self._drop_behind(plan, last)
-        return memoryview(out.view(np.uint8))[skip : skip + end - offset]
+
+    async def _read_wide(self, first: int, last: int, out: np.ndarray) -> None:
+        """Elements ``[first, last)`` over more than WIDE chunks, a piece at a time. Where
+        the array's stored units are listed, ``out`` takes the fill value at once and only
+        the chunks of stored (or written) units are read."""
+        shape, chunks = self.meta.shape, self.meta.chunks
+        stored = await self._stored_units()
+        if stored is None:
+            count = functools.partial(count_touched, shape, chunks)
+            for lo, hi in pieces(first, last, count, WIDE):
+                plan = self._planner.plan(lo, hi)
+                await self._preload(plan)
+                await self._serve(plan, out[lo - first : hi - first], hi)
+            return
+        try:
+            await self.store.check_root()  # fill values only from a store that is there
+        except StoreError as e:
+            log.error("%s: %s", self.path, e)
+            raise FsError(errno.EIO, str(e)) from e
+        out[...] = self._fill_element
+        select = stored.selector(self._unit(key[1]) for key in self.cache.dirty(owner=self))
+
+        def count(lo: int, hi: int) -> int:
+            return sum(map(select.count, touched_ranges(shape, chunks, lo, hi)))
+
+        for lo, hi in pieces(first, last, count, WIDE):
+            if plan := plan_read(shape, chunks, lo, hi, select.chunks):
+                await self._serve(plan, out[lo - first : hi - first], hi)
+
+    async def _preload(self, plan: dict) -> None:
+        """Load the uncached chunks of ``plan`` (a piece of a wide request) in one worker
+        thread, where a local store and no shards allow: a thread hop costs more than
+        reading a tiny chunk. What fails here is left to the normal path, which reports it."""
+        if self._sharding is not None or self.store.store.remote:
+            return
+        missing = [c for c in plan if not self._known((self.path, c))]
+        stores = self._stores
+        found = await trio.to_thread.run_sync(
+            self._read_many, [self._key(c) for c in missing], limiter=self.decode_limiter
+        )
+        if any(loaded is None for loaded, _ in found):
+            try:
+                await self.store.check_root()
+            except StoreError:
+                found = [(loaded, n) for loaded, n in found if loaded is not None]
+        for coords, (loaded, nbytes) in zip(missing, found, strict=False):
+            self.store.count_get(nbytes)
+            if stores == self._stores and not self._known((self.path, coords)):
+                self.cache.put(
+                    (self.path, coords), loaded or Loaded(self._fill, _FILL_ENTRY_BYTES)
+                )
+            elif loaded is not None:
+                self.pool.give(loaded.buffer)
+
+    def _known(self, key: tuple) -> bool:
+        return self.cache.entry(key) is not None or self.cache.loading(key)
+
+    def _read_many(self, keys: list[str]) -> list[tuple[Loaded | None, int | None]]:
+        """``_read_decode`` of each key in turn, up to the first that fails."""
+        found = []
+        for key in keys:
+            try:
+                found.append(self._read_decode(key))
+            except (StoreError, ChunkDecodeError):
+                break
+        return found
+
+    async def _stored_units(self) -> StoredUnits | None:
+        """The listing of this array's stored units, made anew once LISTING_TTL_S old;
+        None when unknown (too many to list, or the listing failed)."""
+        key = (self.path, "stored")
+        listed = self.cache.peek(key)
+        if listed is not None and trio.current_time() - listed.listed_at > LISTING_TTL_S:
+            self.cache.invalidate(key)
+        listed = await self.cache.get(key, self._list_units)
+        return listed if listed.units is not None else None
+
+    async def _list_units(self) -> tuple[StoredUnits, int]:
+        stores, busy = self._stores, bool(self._busy)
+        ndim = len(self.meta.shape)
+        try:
+            units = await self.store.call(
+                list_units, self.store.store, self._prefix, self.meta.key_encoding, ndim
+            )
+        except StoreError as e:
+            log.warning("%s: its chunks are read one by one (no listing: %s)", self.path, e)
+            units = None
+        if busy or self._busy or self._stores != stores:
+            units = None  # a write-back overlapped the listing, which may miss its key
+        listed = StoredUnits(units, self._per_unit, trio.current_time())
+        self._listings.add(listed)
+        return listed, listed.nbytes
+
+    def _note_stored(self, unit: tuple[int, ...]) -> None:
+        """This mount stored ``unit``: a listing made before must now include it."""
+        for listed in self._listings:
+            listed.add(unit)

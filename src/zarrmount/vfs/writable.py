@@ -9,6 +9,7 @@ writers wait, so an encoder never sees a half-applied write.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import math
 import time
@@ -19,8 +20,8 @@ import trio
 
 from zarrmount.codecs.base import is_fill
 from zarrmount.codecs.v3 import MISSING
-from zarrmount.layout import Copy, plan_read
-from zarrmount.vfs.arrayfile import ArrayFile
+from zarrmount.layout import Copy, count_touched, pieces, plan_read
+from zarrmount.vfs.arrayfile import WIDE, ArrayFile
 from zarrmount.vfs.errors import FsError
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,6 @@ class WritableArrayFile(ArrayFile):
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
         self._unsynced: set[str] = set()  # store keys written since the last sync
-
-    # -- units: what one stored object holds -----------------------------------
-
-    def _unit(self, coords: Coords) -> Coords:
-        if self._sharding is None:
-            return coords
-        per_shard = self._sharding.chunks_per_shard
-        return tuple(c // n for c, n in zip(coords, per_shard, strict=True))
 
     # -- writes ------------------------------------------------------------------
 
@@ -122,13 +115,15 @@ class WritableArrayFile(ArrayFile):
             merged[head : head + len(data)] = src
             src = merged
         src = src.view(self._raw)
-        for coords, copies in plan_read(self.meta.shape, self.meta.chunks, first, last).items():
-            chunk = await self._writable(coords, copies)
-            for c in copies:
-                chunk[c.chunk_sel] = src[c.start : c.stop].reshape(c.box)[
-                    c.box_sel
-                ]
-            self.cache.put_dirty((self.path, coords), chunk, chunk.nbytes, self)
+        shape, chunks = self.meta.shape, self.meta.chunks
+        count = functools.partial(count_touched, shape, chunks)
+        for lo, hi in pieces(first, last, count, WIDE):  # bounded plans over tiny chunks
+            part = src[lo - first : hi - first]
+            for coords, copies in plan_read(shape, chunks, lo, hi).items():
+                chunk = await self._writable(coords, copies)
+                for c in copies:
+                    chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
+                self.cache.put_dirty((self.path, coords), chunk, chunk.nbytes, self)
         self.mtime_ns = time.time_ns()
         return len(data)
 
@@ -178,6 +173,7 @@ class WritableArrayFile(ArrayFile):
 
     async def _store_unit(self, unit: Coords, keys: list) -> int | None:
         done = self._busy[unit] = trio.Event()
+        self._stores += 1
         self._generation[unit] = self._generation.get(unit, 0) + 1
         store_key = self._key(unit)
         try:
@@ -186,6 +182,7 @@ class WritableArrayFile(ArrayFile):
             else:
                 await self._store(store_key, await self._shard(unit, store_key, keys))
                 self.cache.invalidate((self.path, "index", store_key))
+            self._note_stored(unit)
             for key in keys:
                 self.cache.mark_clean(key)
             self.failed_at = None

@@ -1,0 +1,122 @@
+"""Which units (chunks, or shards) of an array are stored, from one listing of its keys.
+
+A request over many chunks of a sparse array (10^12 one-byte chunks, most never written)
+then serves the fill value for all the absent ones at once, instead of asking the store
+about each: its work grows with the chunks that are there, not with those that are not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from zarrmount.format.model import ChunkKeyEncoding
+from zarrmount.layout import product
+from zarrmount.store import Store
+
+# Names listed at most: an array with more stored keys is read chunk by chunk.
+LIMIT = 16384
+# What one listed unit costs in memory (a tuple of ints in a set), for the cache's budget.
+_UNIT_BYTES = 160
+_NUMBER = "(0|[1-9][0-9]*)"
+
+
+def _level_patterns(encoding: ChunkKeyEncoding, ndim: int) -> list[re.Pattern]:
+    """One pattern per ``/``-separated level of a chunk key, with a group per coordinate."""
+    template = encoding.prefix + encoding.separator.join(["\0"] * ndim)
+    return [
+        re.compile("".join(_NUMBER if c == "\0" else re.escape(c) for c in level), re.ASCII)
+        for level in template.split("/")
+    ]
+
+
+def list_units(
+    store: Store, prefix: str, encoding: ChunkKeyEncoding, ndim: int, limit: int = LIMIT
+) -> set[tuple[int, ...]] | None:
+    """The grid coordinates of the chunk keys stored below ``prefix`` (blocking); None for
+    a 0-d array or when more than ``limit`` names are met on the way."""
+    if ndim == 0:
+        return None
+    levels = _level_patterns(encoding, ndim)
+    units: set[tuple[int, ...]] = set()
+    seen = 0
+    todo: list[tuple[str, int, tuple[int, ...]]] = [(prefix, 0, ())]
+    while todo:
+        path, depth, coords = todo.pop()
+        names = store.list_dir(path)
+        seen += len(names)
+        if seen > limit:
+            return None
+        for name in names:
+            match = levels[depth].fullmatch(name)
+            if match is None:
+                continue  # metadata, lock files, temporary files: not chunks
+            found = coords + tuple(int(g) for g in match.groups())
+            if depth + 1 == len(levels):
+                units.add(found)
+            else:
+                todo.append((f"{path}{name}/", depth + 1, found))
+    return units
+
+
+class StoredUnits:
+    """A listing of an array's stored units, kept up to date with what this mount stores."""
+
+    def __init__(
+        self, units: set[tuple[int, ...]] | None, per_unit: tuple[int, ...], listed_at: float
+    ) -> None:
+        self.units = units  # None: unknown (too many, or the listing failed)
+        self.per_unit = per_unit  # chunks per unit along each axis (all 1 without shards)
+        self.listed_at = listed_at
+        self._selector: Selector | None = None  # of the listed units alone, made once
+
+    @property
+    def nbytes(self) -> int:
+        return 256 + _UNIT_BYTES * len(self.units or ())
+
+    def add(self, unit: tuple[int, ...]) -> None:
+        if self.units is not None and unit not in self.units:
+            self.units.add(unit)
+            self._selector = None
+
+    def selector(self, extra: Iterable[tuple[int, ...]]) -> Selector:
+        """The listed units and ``extra`` ones (written but not stored yet)."""
+        more = set(extra).difference(self.units or ())
+        if more:
+            return Selector(more.union(self.units or ()), self.per_unit)
+        if self._selector is None:
+            self._selector = Selector(self.units or set(), self.per_unit)
+        return self._selector
+
+
+class Selector:
+    """Picks, from the chunk ranges of a box, the chunks that lie in stored units."""
+
+    def __init__(self, units: set[tuple[int, ...]], per_unit: tuple[int, ...]) -> None:
+        ndim = len(per_unit)
+        self._per = np.array(per_unit, dtype=np.int64)
+        self._first = np.array(sorted(units), dtype=np.int64).reshape(-1, ndim) * self._per
+
+    def _overlaps(self, ranges: list[range]) -> tuple[np.ndarray, np.ndarray]:
+        """Per unit and axis, the first and the end of its chunks within ``ranges``."""
+        lo = np.maximum(self._first, [r.start for r in ranges])
+        hi = np.minimum(self._first + self._per, [r.stop for r in ranges])
+        return lo, hi
+
+    def count(self, ranges: list[range]) -> int:
+        """How many chunks within ``ranges`` lie in stored units."""
+        if not len(self._first):
+            return 0
+        lo, hi = self._overlaps(ranges)
+        return int(np.prod(np.clip(hi - lo, 0, None), axis=1).sum())
+
+    def chunks(self, ranges: list[range]) -> Iterator[tuple[int, ...]]:
+        """Those chunks, unit by unit."""
+        if not len(self._first):
+            return
+        lo, hi = self._overlaps(ranges)
+        inside = np.all(hi > lo, axis=1)
+        for a, b in zip(lo[inside].tolist(), hi[inside].tolist(), strict=True):
+            yield from product([range(x, y) for x, y in zip(a, b, strict=True)])

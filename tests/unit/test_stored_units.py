@@ -1,0 +1,77 @@
+"""The listing of an array's stored chunks (or shards): the keys zarr-python wrote, found
+from the store alone; and the selection of the chunks of listed units within a box,
+against a brute-force count."""
+
+from __future__ import annotations
+
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrmount import hierarchy
+from zarrmount.layout import product
+from zarrmount.store.local import LocalStore
+from zarrmount.vfs.stored_units import Selector, StoredUnits, list_units
+
+WRITTEN = [(0, 0), (0, 5), (3, 2), (7, 7), (12, 1)]
+
+# name: create_array keywords; the unit grid is the chunk grid, or the shard grid
+KINDS = {
+    "v2-dot": dict(zarr_format=2, chunks=(2, 2)),
+    "v2-slash": dict(zarr_format=2, chunks=(2, 2), chunk_key_encoding={"name": "v2",
+                                                                       "separator": "/"}),
+    "v3-default": dict(zarr_format=3, chunks=(2, 2)),
+    "v3-dot": dict(zarr_format=3, chunks=(2, 2), chunk_key_encoding={"name": "default",
+                                                                     "separator": "."}),
+    "v3-sharded": dict(zarr_format=3, chunks=(1, 1), shards=(2, 2)),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_listing_finds_the_units_zarr_python_wrote(tmp_path, kind):
+    root = str(tmp_path / "a.zarr")
+    array = zarr.create_array(root, shape=(26, 16), dtype="u1", fill_value=0, **KINDS[kind])
+    for unit in WRITTEN:
+        array[unit[0] * 2, unit[1] * 2] = 1
+    (tmp_path / "a.zarr" / "c.tmp").write_bytes(b"")  # not a chunk key of any encoding
+    store = LocalStore(root)
+    _, node, _ = hierarchy.open_hierarchy(store)
+    meta = node.meta
+    assert list_units(store, "", meta.key_encoding, 2) == set(WRITTEN)
+    assert list_units(store, "", meta.key_encoding, 2, limit=2) is None  # too many names
+
+
+@st.composite
+def units_and_box(draw):
+    ndim = draw(st.integers(1, 3))
+    per_unit = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+    grid = st.tuples(*(st.integers(0, 4) for _ in range(ndim)))
+    units = set(draw(st.lists(grid, max_size=12)))
+    ranges = []
+    for _ in range(ndim):
+        a = draw(st.integers(0, 14))
+        ranges.append(range(a, draw(st.integers(a + 1, 16))))
+    return units, per_unit, ranges
+
+
+@given(units_and_box())
+@settings(max_examples=300, deadline=None)
+def test_the_selector_picks_the_chunks_of_listed_units_in_a_box(case):
+    units, per_unit, ranges = case
+    expected = [
+        c for c in product(ranges)
+        if tuple(k // n for k, n in zip(c, per_unit, strict=True)) in units
+    ]
+    selector = Selector(units, per_unit)
+    assert sorted(selector.chunks(ranges)) == expected
+    assert selector.count(ranges) == len(expected)
+
+
+def test_written_units_join_the_listing():
+    listed = StoredUnits({(0,)}, (1,), 0.0)
+    assert list(listed.selector([]).chunks([range(0, 4)])) == [(0,)]
+    assert sorted(listed.selector([(2,)]).chunks([range(0, 4)])) == [(0,), (2,)]
+    listed.add((3,))
+    assert sorted(listed.selector([]).chunks([range(0, 4)])) == [(0,), (3,)]
+    assert listed.nbytes > StoredUnits(set(), (1,), 0.0).nbytes
