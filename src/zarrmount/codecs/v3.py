@@ -195,9 +195,19 @@ class Chain:
             raise CodecError("codec chain has no array-to-bytes codec (bytes, sharding_indexed)")
         self.bytes_spec = spec
         shape, dtype = spec
-        sharding = isinstance(self.to_bytes, ShardingCodec)
-        index = self.to_bytes.layout.index_nbytes if sharding else 0
-        self.limit = math.prod(shape) * dtype.itemsize + index + 64  # checksums, headers
+        if isinstance(self.to_bytes, ShardingCodec):  # inner chunks as stored, and the index
+            layout = self.to_bytes.layout
+            self.limit = math.prod(layout.per_shard) * self.to_bytes.inner.limit
+            self.limit += layout.index_nbytes
+        else:
+            self.limit = math.prod(shape) * dtype.itemsize + 64  # checksums, headers
+        # Only the bytes codec's input has the array's size: one compressor before it
+        # decodes straight into the caller's buffer.
+        self._into = (
+            not self.array_codecs
+            and len(self.bytes_codecs) == 1
+            and isinstance(self.to_bytes, _BytesCodec)
+        )
 
     @staticmethod
     def _array_codec(name: str, config: dict[str, Any], ndim: int) -> _ArrayCodec | None:
@@ -212,7 +222,7 @@ class Chain:
         """Decode a stored chunk; into ``out`` when one numcodecs codec ends the chain.
         No bytes codec may produce more than the array-to-bytes codec takes."""
         buf = raw
-        into = out if not self.array_codecs and len(self.bytes_codecs) == 1 else None
+        into = out if self._into else None
         for codec in reversed(self.bytes_codecs):
             buf = bounded.decode(codec, buf, self.limit, into)
         arr = self.to_bytes.decode(buf, self.bytes_spec)
