@@ -59,10 +59,12 @@ def _codec_names(codecs: dict[str, Any]) -> str:
     return "+".join(names) or "raw"
 
 
+def _printable(text: str) -> str:
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
 def _line(d: dict[str, Any]) -> str:
-    name = d["path"] or "/"
-    if not name.isprintable():
-        name = name.encode("unicode_escape").decode("ascii")
+    name = _printable(d["path"] or "/")
     if not d["shown"]:
         return f"{name}  [{d['type']}, not shown: {d['reason']}]"
     names = ", ".join(c["name"] or c["uuid"] for c in d.get("conventions", []))
@@ -75,11 +77,14 @@ def _line(d: dict[str, Any]) -> str:
     chunks = "x".join(map(str, d["chunks"])) or "scalar"
     if d["shards"]:
         chunks += " in shards " + "x".join(map(str, d["shards"]))
-    return (f"{name}  v{d['format']} {d['dtype']} {shape} chunks {chunks} "
-            f"codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}")
+    # The file as the mount shows it: a root array is the file ``array`` in the mount root.
+    return (f"{name}  file MNT/{_printable(d['file'])}  v{d['format']} {d['dtype']} {shape} "
+            f"chunks {chunks} codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}")
 
 
 def inspect(dialect: Dialect, root: Node, as_json: bool) -> str:
+    """The tree, one line a node (JSON with ``as_json``). Each array's line names its file
+    as ``MNT/PATH``, MNT standing for the mountpoint."""
     nodes = [describe(n) for n in walk(dialect, root)]
     if as_json:
         return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)

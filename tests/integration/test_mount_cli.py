@@ -409,6 +409,20 @@ def test_inspect_root_array(tmp_path):
     assert node["path"] == "" and node["type"] == "array" and node["shown"] is True
     assert node["shape"] == [9, 10] and node["chunks"] == [4, 4] and node["dtype"] == ">f4"
     assert np.isnan(np.frombuffer(case.expected, ">f4")[-1])
+    assert node["file"] == "array"
+    # The text says where the mount shows it: the root array is the file MNT/array.
+    text = run_cli(["--inspect", case.root], timeout=60)
+    assert text.returncode == 0, text.stderr
+    (line,) = text.stdout.splitlines()
+    assert line.startswith("/ ") and " MNT/array " in line, line
+
+
+def test_inspect_text_names_each_array_file(main_hierarchy):
+    res = run_cli(["--inspect", main_hierarchy.root], timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = {ln.split("  ", 1)[0]: ln for ln in res.stdout.splitlines()}
+    missing = [p for p in main_hierarchy.arrays if f" MNT/{p} " not in lines.get(p, "")]
+    assert not missing, [lines.get(p) for p in missing[:5]]
 
 
 def test_inspect_nonexistent_source_fails(tmp_path):

@@ -42,7 +42,8 @@ class V2Pipeline(Pipeline):
         if self.compressor is None:
             buf: object = raw
         else:
-            into = None if self.filters else out
+            # typed as the chunk: some codecs (pcodec) decode by the output's dtype
+            into = None if self.filters or out is None else out.view(self.meta.dtype)
             buf = bounded.decode(self.compressor, raw, limit, into)
         for f in reversed(self.filters):
             buf = bounded.decode(f, buf, limit)
