@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 
 import numpy as np
 import pytest
@@ -136,3 +137,59 @@ def test_a_chain_of_1000_nested_groups_mounts_and_reads(tmp_path):
             m.assert_alive()
     finally:  # Python's rmtree recurses a level a call: pytest's could not remove it
         shutil.rmtree(root.joinpath(*["g"] * 500))
+
+
+# -- a group of 100,000 sibling arrays -----------------------------------------------------
+
+WIDE = 100_000
+WIDE_CACHE = 256 << 20
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident set so far (``VmHWM``), in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) << 10
+    raise AssertionError(f"no VmHWM in /proc/{pid}/status")
+
+
+def test_a_group_of_100000_arrays_lists_within_the_memory_budget():
+    # A tmpfs: 100,000 directories are made in seconds and gone at once with it.
+    with rw_tools.tmpfs("1G", tag="wide") as fs_dir:
+        root = os.path.join(fs_dir, "w.zarr")
+        group = zarr.open_group(root, mode="w", zarr_format=2)
+        group.create_array("a000000", shape=(4,), dtype="<i4", fill_value=7)[:] = [1, 2, 3, 4]
+        zarray = read_file(os.path.join(root, "a000000", ".zarray"))
+        # By hand: zarr-python takes minutes for 100,000 arrays.
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for i in range(1, WIDE):
+                os.mkdir(f"a{i:06d}", dir_fd=fd)
+                out = os.open(f"a{i:06d}/.zarray", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(out, zarray)
+                os.close(out)
+        finally:
+            os.close(fd)
+        zarr.open_array(os.path.join(root, "a054321"), mode="r+")[:] = [-5, 6, -7, 8]
+        expected = {  # zarr-python opens the documents written by hand
+            name: zarr.open_array(os.path.join(root, name), mode="r")[:].tobytes()
+            for name in ("a000000", "a054321", "a099999")
+        }
+        assert expected["a099999"] == np.full(4, 7, "<i4").tobytes()
+        limit = ["prlimit", f"--as={4 << 30}", "--"]
+        with mounted(root, [f"cache_size={WIDE_CACHE >> 20}M"], tag="wide", wrapper=limit) as m:
+            shown = {}
+            with os.scandir(m.path) as entries:  # ls -l
+                for entry in entries:
+                    st = entry.stat(follow_symlinks=False)
+                    shown[entry.name] = (stat.S_IFMT(st.st_mode), st.st_size)
+            assert len(shown) == WIDE
+            assert set(shown.values()) == {(stat.S_IFREG, 16)}
+            for name, data in expected.items():
+                assert read_file(m.p(name)) == data
+            assert json.loads(os.getxattr(m.p("a099999"), "user.zarr.shape")) == [4]
+            m.assert_alive()
+            assert m.stats()["inodes"] == WIDE + 1  # still answering
+            peak = _peak_rss(m.proc.pid)
+    assert peak < WIDE_CACHE + (150 << 20), f"peak RSS {peak >> 20} MiB"

@@ -14,7 +14,7 @@ class MetadataError(ValueError):
     """A node's metadata is malformed or uses something we cannot show as a raw file."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChunkKeyEncoding:
     """How chunk grid coordinates become store keys below the array's data prefix.
 
@@ -32,7 +32,7 @@ class ChunkKeyEncoding:
         return self.prefix + self.separator.join(map(str, coords))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArrayMeta:
     """Everything needed to read an array as a raw C-order file.
 
@@ -89,7 +89,7 @@ class ArrayMeta:
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupNode:
     path: str
     zarr_format: int
@@ -97,14 +97,14 @@ class GroupNode:
     implicit: bool = False  # a v3 draft prefix with descendants but no document
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArrayNode:
     path: str
     meta: ArrayMeta
     data_prefix: str  # store prefix of the chunk keys, e.g. ``a/b/`` or ``data/root/a/b/``
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HiddenNode:
     """A node that exists in the store but cannot be shown; ``reason`` says why."""
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zarrmount.codecs import Pipeline
+from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.format.draft import is_entry_point, parse_entry_point
 from zarrmount.format.jsondoc import load_json
-from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
+from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, MetadataError, Node
 from zarrmount.format.v2 import ZARRAY, ZGROUP
 from zarrmount.format.v3 import parse_document
 from zarrmount.hierarchy.base import Child, Dialect, SourceError
@@ -19,9 +19,13 @@ def _dialect(store: Store) -> Dialect:
     raw = store.get("zarr.json")
     if raw is not None:
         store.root_marker = "zarr.json"
-        if is_entry_point(load_json(raw, "zarr.json")):
-            return DraftDialect.detect(store, parse_entry_point(raw))
-        return V3Dialect(store, parse_document(raw))
+        try:  # parsed once: consolidated metadata of 100,000 arrays takes seconds
+            doc = parse_document(raw)
+        except MetadataError:
+            if is_entry_point(load_json(raw, "zarr.json")):  # a draft's: never v3 final
+                return DraftDialect.detect(store, parse_entry_point(raw))
+            raise
+        return V3Dialect(store, doc)
     for key in (ZARRAY, ZGROUP):
         if store.get(key) is not None:
             store.root_marker = key
@@ -36,7 +40,9 @@ def open_hierarchy(store: Store) -> tuple[Dialect, Node, Pipeline | None]:
     try:
         dialect = _dialect(store)
         node, pipeline = dialect.root()
-    except (StoreError, MetadataError) as e:
+        if isinstance(node, ArrayNode) and pipeline is None:
+            pipeline = shared_pipeline(node.meta)  # listings keep none (see array_child)
+    except (StoreError, MetadataError, CodecError) as e:
         raise SourceError(str(e)) from e
     if isinstance(node, HiddenNode):
         raise SourceError(f"root {node.kind} of {store.url}: {node.reason}")

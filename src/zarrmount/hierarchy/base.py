@@ -8,10 +8,11 @@ node and the rest of the tree still mounts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
-from zarrmount.codecs import CodecError, Pipeline, build_pipeline
+from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.format.model import (
     ArrayMeta,
     ArrayNode,
@@ -31,23 +32,80 @@ class SourceError(Exception):
     """The source holds no readable Zarr hierarchy at its root."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Child:
     name: str
     node: Node
-    pipeline: Pipeline | None = None
+    pipeline: Pipeline | None = None  # None: an array's file builds its own when opened
 
 
 def join(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
 
+class _Shared:
+    """One copy of each equal immutable value met (dtypes, fill values, codec
+    descriptions, shapes), so 100,000 arrays described alike hold one of each rather
+    than 100,000 (about 1 KiB an array for a v3 document). Bounded whatever the
+    metadata: a full table starts over. Listings run in worker threads, maybe several
+    at once; a race costs at most a second copy."""
+
+    LIMIT = 4096
+    KEY_LENGTH = 4096  # values whose key has a longer part (text, bytes, tuple) are not kept
+
+    def __init__(self) -> None:
+        self._found: dict = {}
+
+    def __call__(self, key: tuple[Hashable, ...], value: Any) -> Any:
+        if any(isinstance(k, str | bytes | tuple) and len(k) > self.KEY_LENGTH for k in key):
+            return value
+        found = self._found.get(key)
+        if found is None:
+            if len(self._found) >= self.LIMIT:
+                self._found.clear()
+            found = self._found[key] = value
+        return found
+
+
+_shared = _Shared()
+
+
+def share_parts(meta: ArrayMeta) -> ArrayMeta:
+    """Point ``meta``, just parsed and seen by nobody else yet, at the copies of its
+    parts that other arrays already hold (equal values: nobody can tell the difference)."""
+
+    def put(name: str, value: Any) -> None:
+        object.__setattr__(meta, name, value)  # frozen, but nobody has seen it yet
+
+    dtype = meta.dtype
+    structured = dtype.fields is not None or dtype.subdtype is not None
+    descr = str(dtype.descr) if structured else ""
+    put("dtype", _shared(("dtype", dtype.str, descr), dtype))
+    fill = meta.fill_value
+    put("fill_value", _shared(("fill", dtype.str, descr, fill.tobytes()), fill))
+    put("codecs", _shared(("codecs", repr(meta.codecs)), meta.codecs))
+    put("key_encoding", _shared(("encoding", meta.key_encoding), meta.key_encoding))
+    for name in ("shape", "chunks", "shards"):
+        if (value := getattr(meta, name)) is not None:
+            put(name, _shared(("tuple", value), value))
+    if meta.dtype_json is not None:
+        put("dtype_json", _shared(("json", repr(meta.dtype_json)), meta.dtype_json))
+    return meta
+
+
 def array_child(path: str, meta: ArrayMeta, data_prefix: str) -> tuple[Node, Pipeline | None]:
-    """An array node with its pipeline; codecs we cannot run hide it."""
+    """An array node, once its pipeline builds: codecs we cannot run hide it.
+
+    The pipeline is not kept (it comes back as None): a file builds its own when opened,
+    from the pipelines shared by arrays coded alike (:func:`shared_pipeline`), so a
+    listing of 100,000 arrays coded 100,000 ways never holds 100,000 pipelines. The
+    parts of ``meta`` that describe the array rather than name it are shared likewise.
+    """
     try:
-        return ArrayNode(path, meta, data_prefix), build_pipeline(meta)
+        shared_pipeline(share_parts(meta))
     except CodecError as e:
         return HiddenNode(path, "array", str(e)), None
+    return ArrayNode(path, meta, data_prefix), None
 
 
 def kind_of(node: Node) -> str:

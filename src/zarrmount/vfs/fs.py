@@ -2,25 +2,32 @@
 
 Groups load their children on first use (lookup or readdir), so mounting a large
 hierarchy costs one metadata read, and a bad node hides only itself.
+
+An inode holds its node and little else: an array's :class:`ArrayFile` (plans, read-ahead,
+fill value) is made when the file is opened and let go a while after its last close,
+pipelines are shared by arrays coded alike, and extended attributes are made when asked
+for. A group of 100,000 arrays lists within the memory budget.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import logging
 import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 import trio
 
 from zarrmount.cache import BufferPool, ChunkCache
-from zarrmount.codecs import Pipeline
+from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, Node
 from zarrmount.hierarchy import Dialect
 from zarrmount.options import MountOptions
@@ -29,7 +36,7 @@ from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs.arrayfile import ArrayFile, Background
 from zarrmount.vfs.errors import FsError, enoent
 from zarrmount.vfs.writable import WritableArrayFile
-from zarrmount.vfs.xattrs import array_xattrs, group_xattrs
+from zarrmount.vfs.xattrs import node_xattrs, warn_conventions
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +49,17 @@ BLOCK_SIZE = 1 << 20
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
 RETRY_S = 10.0  # pause between retries of a failed idle write-back
+# Read-only array files kept after their last close, most recent first: a file opened
+# again soon keeps its plans. Each may hold a few MiB of plans (see docs/cache.md).
+KEEP_CLOSED = 8
+# Root arrays readied for their first read once mounted: past a few, all use the same
+# buffer sizes and codecs (100,000 arrays at the root would only cost time).
+WARM_ARRAYS = 16
+# Extended attribute sets kept once made (``getfattr -d`` asks for each in turn).
+KEEP_XATTRS = 64
 
 
-@dataclass
+@dataclass(slots=True)
 class Attr:
     ino: int
     mode: int
@@ -60,19 +75,23 @@ class Attr:
         return -(-self.size // 512)
 
 
-@dataclass
 class Inode:
-    ino: int
-    parent: int
-    node: GroupNode | ArrayNode | None  # None: the directory holding a root array
-    xattrs: dict[str, bytes]
-    array: ArrayFile | None = None
-    children: dict[str, int] | None = None
-    lock: trio.Lock = field(default_factory=trio.Lock)
+    """A node of the tree; one per array of a group listed, so it holds little."""
+
+    __slots__ = ("ino", "parent", "node", "array", "children", "lock", "opens")
+
+    def __init__(self, ino: int, parent: int, node: GroupNode | ArrayNode | None) -> None:
+        self.ino = ino
+        self.parent = parent
+        self.node = node  # None: the directory holding a root array
+        self.array: ArrayFile | None = None  # made on open, let go after the last close
+        self.children: dict[str, int] | None = None  # a group's, once listed
+        self.lock: trio.Lock | None = None  # a group's, once listed
+        self.opens = 0  # handles open on an array
 
     @property
     def is_dir(self) -> bool:
-        return self.array is None
+        return not isinstance(self.node, ArrayNode)
 
 
 class Filesystem:
@@ -95,54 +114,91 @@ class Filesystem:
         self.mtime_ns = time.time_ns()
         self._inodes: dict[int, Inode] = {}
         self._handles: dict[int, ArrayFile] = {}
+        self._handle_inodes: dict[int, Inode] = {}
+        self._closed: OrderedDict[int, Inode] = OrderedDict()  # see KEEP_CLOSED
+        self._xattrs: OrderedDict[int, dict[str, bytes]] = OrderedDict()  # see KEEP_XATTRS
         self._writable: list[WritableArrayFile] = []
+        self._total_bytes = 0  # of every array file (statfs)
+        self._root_pipeline = root_pipeline
         self._next_fh = 1
         self.started = time.monotonic()
         if isinstance(root, GroupNode):
-            self._add(ROOT_INODE, ROOT_INODE, root, None)
+            self._add(ROOT_INODE, ROOT_INODE, root)
         else:
-            holder = self._add(ROOT_INODE, ROOT_INODE, None, None)
+            holder = self._add(ROOT_INODE, ROOT_INODE, None)
             holder.children = {}
-            self._add_child(holder, ROOT_ARRAY_NAME, root, root_pipeline)
+            self._add_child(holder, ROOT_ARRAY_NAME, root)
 
     # -- inode table ---------------------------------------------------------
 
-    def _add(self, ino: int, parent: int, node, pipeline: Pipeline | None) -> Inode:
+    def _add(self, ino: int, parent: int, node: GroupNode | ArrayNode | None) -> Inode:
+        inode = Inode(ino, parent, node)
         if isinstance(node, ArrayNode):
-            assert pipeline is not None
-            args = (
-                node,
-                pipeline,
-                self.store,
-                self.cache,
-                self.decode_limiter,
-                self.background,
-                self.pool,
-            )
-            if self.options.read_only:
-                array = ArrayFile(*args)
-            else:
-                array = WritableArrayFile(
-                    *args,
-                    write_empty_chunks=self.options.write_empty_chunks,
-                    dirty_limit=max(self.options.cache_size // 2, node.meta.chunk_nbytes),
-                )
-                self._writable.append(array)
-            inode = Inode(ino, parent, node, array_xattrs(node.path, node.meta), array=array)
-        else:
-            path, attrs = (node.path, node.attributes) if node is not None else ("", {})
-            inode = Inode(ino, parent, node, group_xattrs(path, attrs))
+            self._total_bytes += node.meta.nbytes
+            warn_conventions(node.path, node.meta.attributes)
+        elif node is not None:
+            warn_conventions(node.path, node.attributes)
         self._inodes[ino] = inode
         return inode
 
-    def _add_child(self, parent: Inode, name: str, node: Node, pipeline) -> None:
+    def _add_child(self, parent: Inode, name: str, node: Node) -> None:
         if isinstance(node, HiddenNode):
             log.warning("not shown: %s %r: %s", node.kind, node.path or "/", node.reason)
             return
         ino = len(self._inodes) + 1
-        self._add(ino, parent.ino, node, pipeline)
+        self._add(ino, parent.ino, node)
         assert parent.children is not None
         parent.children[name] = ino
+
+    def _array(self, inode: Inode) -> ArrayFile:
+        """The inode's array file, made now if it has none (first open, or let go)."""
+        array = inode.array
+        if array is None:
+            array = inode.array = self._make_array(inode.node)
+        self._closed.pop(inode.ino, None)
+        return array
+
+    def _make_array(self, node: ArrayNode) -> ArrayFile:
+        try:
+            pipeline = (
+                self._root_pipeline
+                if self._root_pipeline is not None and node.path == ""
+                else shared_pipeline(node.meta)
+            )
+        except CodecError as e:  # built once already, when the array was listed
+            log.error("%s: %s", node.path, e)
+            raise FsError(errno.EIO, str(e)) from e
+        args = (
+            node,
+            pipeline,
+            self.store,
+            self.cache,
+            self.decode_limiter,
+            self.background,
+            self.pool,
+        )
+        if self.options.read_only:
+            return ArrayFile(*args)
+        array = WritableArrayFile(
+            *args,
+            write_empty_chunks=self.options.write_empty_chunks,
+            dirty_limit=max(self.options.cache_size // 2, node.meta.chunk_nbytes),
+        )
+        array.mtime_ns = self.mtime_ns  # unchanged until written, as before it was opened
+        self._writable.append(array)  # kept for the mount's life: flush_all stores it
+        return array
+
+    def _let_go(self, inode: Inode) -> None:
+        """No handle is open on the inode's read-only array file: keep it among the
+        KEEP_CLOSED most recent, then drop it (a writable one stays: it may hold dirty
+        chunks, and flush_all stores it)."""
+        if inode.opens or not self.options.read_only or inode.array is None:
+            return
+        self._closed[inode.ino] = inode
+        self._closed.move_to_end(inode.ino)
+        while len(self._closed) > KEEP_CLOSED:
+            _, old = self._closed.popitem(last=False)
+            old.array = None
 
     def _inode(self, ino: int) -> Inode:
         inode = self._inodes.get(ino)
@@ -153,6 +209,10 @@ class Filesystem:
     async def _children(self, inode: Inode) -> dict[str, int]:
         if not inode.is_dir:
             raise FsError(errno.ENOTDIR)
+        if inode.children is not None:
+            return inode.children
+        if inode.lock is None:
+            inode.lock = trio.Lock()
         async with inode.lock:
             if inode.children is None:
                 try:
@@ -162,7 +222,8 @@ class Filesystem:
                     raise FsError(errno.EIO, str(e)) from e
                 inode.children = {}
                 for child in found:
-                    self._add_child(inode, child.name, child.node, child.pipeline)
+                    self._add_child(inode, child.name, child.node)
+                inode.lock = None  # listed for good: nobody waits on it again
             return inode.children
 
     # -- requests ------------------------------------------------------------
@@ -175,7 +236,7 @@ class Filesystem:
             size, nlink = 0, 2
         else:
             mode = stat.S_IFREG | ((0o444 if opts.read_only else 0o644) & ~opts.umask)
-            size, nlink = inode.array.size, 1
+            size, nlink = inode.node.meta.nbytes, 1
         mtime = getattr(inode.array, "mtime_ns", self.mtime_ns)
         return Attr(ino, mode, size, opts.uid, opts.gid, mtime, nlink)
 
@@ -201,9 +262,12 @@ class Filesystem:
         if self.options.read_only and (flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC):
             raise FsError(errno.EROFS)
         # O_TRUNC is accepted and changes nothing: the size is the array's (see README).
+        array = self._array(inode)
         fh = self._next_fh
         self._next_fh += 1
-        self._handles[fh] = inode.array
+        self._handles[fh] = array
+        self._handle_inodes[fh] = inode
+        inode.opens += 1
         return fh
 
     async def read(
@@ -239,6 +303,10 @@ class Filesystem:
 
     async def release(self, fh: int) -> None:
         array = self._handles.pop(fh, None)
+        inode = self._handle_inodes.pop(fh, None)
+        if inode is not None:
+            inode.opens -= 1
+            self._let_go(inode)
         if isinstance(array, WritableArrayFile) and array not in self._handles.values():
             try:
                 await array.flush()
@@ -252,10 +320,10 @@ class Filesystem:
             raise FsError(errno.EROFS)
         if other:
             raise FsError(errno.EPERM)
-        if size is not None and (inode.is_dir or size not in (0, inode.array.size)):
+        if size is not None and (inode.is_dir or size not in (0, inode.node.meta.nbytes)):
             raise FsError(errno.EINVAL, "array files have a fixed size")
-        if mtime_ns is not None and isinstance(inode.array, WritableArrayFile):
-            inode.array.mtime_ns = mtime_ns
+        if mtime_ns is not None and not inode.is_dir:
+            self._array(inode).mtime_ns = mtime_ns  # writable: kept for the mount's life
         return self.getattr(ino)
 
     async def flush_all(self) -> int:
@@ -308,10 +376,20 @@ class Filesystem:
             children = await self._children(self._inode(ROOT_INODE))
         except FsError:
             return  # logged; the first lookup will try again
-        for ino in children.values():
-            array = self._inodes[ino].array
-            if array is not None and budget > 0:
+        inodes = (self._inodes[ino] for ino in children.values())
+        for inode in itertools.islice((i for i in inodes if not i.is_dir), WARM_ARRAYS):
+            if budget <= 0:
+                break
+            try:
+                array = self._array(inode)
+            except FsError:
+                continue  # logged
+            inode.opens += 1  # not let go while it warms
+            try:
                 budget -= await array.warm_up(budget)
+            finally:
+                inode.opens -= 1
+                self._let_go(inode)
 
     async def write_back_idle(self, delay: float) -> None:
         """Forever: store chunks that stayed dirty for ``delay`` seconds.
@@ -329,8 +407,16 @@ class Filesystem:
                 await owner.write_back_key(key)
 
     def xattrs(self, ino: int) -> dict[str, bytes]:
-        found = dict(self._inode(ino).xattrs)
+        inode = self._inode(ino)
+        found = self._xattrs.get(ino)
+        if found is None:
+            found = self._xattrs[ino] = node_xattrs(inode.node)
+            while len(self._xattrs) > KEEP_XATTRS:
+                self._xattrs.popitem(last=False)
+        else:
+            self._xattrs.move_to_end(ino)
         if ino == ROOT_INODE:
+            found = dict(found)
             found[STATS_XATTR] = json.dumps(self.stats()).encode()
             found[PID_XATTR] = str(os.getpid()).encode()
         return found
@@ -372,11 +458,10 @@ class Filesystem:
         }
 
     def statfs(self) -> dict[str, int]:
-        total = sum(i.array.size for i in self._inodes.values() if i.array is not None)
         return {
             "bsize": BLOCK_SIZE,
             "frsize": BLOCK_SIZE,
-            "blocks": -(-total // BLOCK_SIZE),
+            "blocks": -(-self._total_bytes // BLOCK_SIZE),
             "files": len(self._inodes),
             "namemax": 255,
         }
