@@ -188,13 +188,50 @@ class Operations(pyfuse3.Operations):
     async def listxattr(self, inode, ctx):
         return [os.fsencode(n) for n in self.fs.listxattr(inode)]
 
+    def _refuse(self, otherwise: int) -> None:
+        raise FsError(errno.EROFS if self.fs.options.read_only else otherwise)
+
     @_guard
     async def setxattr(self, inode, name, value, ctx):
-        raise FsError(errno.EROFS if self.fs.options.read_only else errno.ENOTSUP)
+        self._refuse(errno.ENOTSUP)
 
     @_guard
     async def removexattr(self, inode, name, ctx):
-        raise FsError(errno.EROFS if self.fs.options.read_only else errno.ENOTSUP)
+        self._refuse(errno.ENOTSUP)
+
+    # The tree is the hierarchy's metadata: no file or directory is made, removed or
+    # renamed through the mount (EROFS on read-only mounts, EPERM on rw ones).
+    @_guard
+    async def create(self, parent_inode, name, mode, flags, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def mknod(self, parent_inode, name, mode, rdev, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def mkdir(self, parent_inode, name, mode, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def unlink(self, parent_inode, name, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def rmdir(self, parent_inode, name, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def symlink(self, parent_inode, name, target, ctx):
+        self._refuse(errno.EPERM)
+
+    @_guard
+    async def link(self, inode, new_parent_inode, new_name, ctx):
+        self._refuse(errno.EPERM)
 
     @_guard
     async def access(self, inode, mode, ctx):
