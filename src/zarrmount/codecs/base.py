@@ -73,6 +73,7 @@ class ShardIndexSpec:
     at_end: bool
     decode_index: object  # Callable[[bytes], np.ndarray]: (*chunks_per_shard, 2) uint64
     assemble: object  # Callable[[dict[coords, bytes]], bytes]: a shard from inner chunks
+    inner_stored: int  # the most an inner chunk's stored form can take (longer is damage)
 
 
 class Pipeline(ABC):

@@ -82,10 +82,19 @@ class _Transpose(_ArrayCodec):
 
 
 class _NumcodecsArray(_ArrayCodec):
+    """numcodecs filters view their input as the dtypes they name (``<i2``): they are
+    given values in those dtypes, whatever byte order the ``bytes`` codec stores."""
+
     def __init__(self, codec_id: str, config: dict[str, Any]) -> None:
         self.codec = get_numcodec({**config, "id": codec_id})
         key = _NUMCODECS_ARRAY[codec_id]
         self.encoded_dtype = np.dtype(config[key]) if key and config.get(key) else None
+        # the dtypes the codec itself works in (Delta's astype defaults to its dtype)
+        self.codec_in = self._attr("decode_dtype", "dtype")
+        self.codec_out = self._attr("encode_dtype", "astype")
+
+    def _attr(self, *names: str) -> np.dtype | None:
+        return next((getattr(self.codec, n) for n in names if hasattr(self.codec, n)), None)
 
     def encoded(self, spec: Spec) -> Spec:
         shape, dtype = spec
@@ -95,11 +104,11 @@ class _NumcodecsArray(_ArrayCodec):
 
     def decode(self, arr: np.ndarray, spec: Spec) -> np.ndarray:
         shape, dtype = spec
-        out = np.asarray(self.codec.decode(np.ascontiguousarray(arr)))
+        out = np.asarray(self.codec.decode(np.ascontiguousarray(arr, dtype=self.codec_out)))
         return from_flat(out.astype(dtype, copy=False), shape, dtype, "C")
 
     def encode(self, arr: np.ndarray) -> np.ndarray:
-        out = np.asarray(self.codec.encode(np.ascontiguousarray(arr)))
+        out = np.asarray(self.codec.encode(np.ascontiguousarray(arr, dtype=self.codec_in)))
         return out if self.codec.codec_id == "packbits" else out.reshape(arr.shape)
 
 
@@ -111,11 +120,66 @@ class _BytesCodec:
 
     def decode(self, buf: object, spec: Spec) -> np.ndarray:
         shape, dtype = spec
+        if self.order != "=" and dtype.itemsize > 1 and dtype.fields is None:
+            dtype = dtype.newbyteorder(self.order)  # a filter before may name another order
         return from_flat(buf, shape, dtype, "C")
 
     def encode(self, arr: np.ndarray) -> bytes:
         dtype = arr.dtype if arr.dtype.itemsize == 1 else arr.dtype.newbyteorder(self.order)
         return np.ascontiguousarray(arr, dtype=dtype).tobytes()
+
+
+class _NumcodecsArrayBytes:
+    """array -> bytes codecs of numcodecs (``numcodecs.pcodec``, ``numcodecs.zfpy``): a
+    stored chunk states its element count, checked before anything is allocated. Floats
+    may be stored as the integers of their width: ``numcodecs.bitround`` before hands
+    on their bits so (and decodes them as the floats they are)."""
+
+    def __init__(self, name: str, config: dict[str, Any]) -> None:
+        self.codec = get_numcodec({**config, "id": name.removeprefix("numcodecs.")})
+
+    def decode(self, buf: object, spec: Spec) -> np.ndarray:
+        shape, dtype = spec
+        data = as_bytes_array(buf).tobytes()
+        count = math.prod(shape)
+        native = dtype.newbyteorder("=")
+        as_int = np.dtype(f"=i{dtype.itemsize}") if dtype.kind == "f" else native
+        if self.codec.codec_id == "pcodec":
+            from pcodec import standalone
+
+            out = np.empty(count, dtype=native)
+            try:
+                progress = standalone.simple_decompress_into(data, out)
+            except RuntimeError:  # another number type: the floats' bits as integers?
+                progress = standalone.simple_decompress_into(data, out.view(as_int))
+            if progress.n_processed != count or not progress.finished:
+                raise ChunkDecodeError(f"pcodec chunk does not hold {count} elements")
+        else:
+            import zfpy
+
+            head = zfpy.header(data)
+            stated = math.prod(head[k] for k in ("nx", "ny", "nz", "nw") if head[k])
+            if stated != count or np.dtype(head["type"]) not in (native, as_int):
+                raise ChunkDecodeError(
+                    f"zfp chunk holds {stated} of {np.dtype(head['type'])}, "
+                    f"expected {count} of {native}"
+                )
+            out = np.ascontiguousarray(self.codec.decode(data)).reshape(-1).view(native)
+        return from_flat(np.ascontiguousarray(out, dtype=dtype), shape, dtype, "C")
+
+    def encode(self, arr: np.ndarray) -> bytes:
+        native = arr.dtype.newbyteorder("=")
+        return as_bytes_array(self.codec.encode(np.ascontiguousarray(arr, dtype=native)))
+
+
+_NUMCODECS_ARRAY_BYTES = {"numcodecs.pcodec", "numcodecs.zfpy"}
+
+
+def _grown(nbytes: int) -> int:
+    """The most a bytes-to-bytes codec makes of ``nbytes`` bytes: compressors expand what
+    they cannot shrink (bz2 1 % + 600, lz4 and zstd 0.4 % + 16, lzma and blosc headers),
+    checksums add 4 or 8 bytes."""
+    return nbytes + nbytes // 64 + 2048
 
 
 class _Crc32c:
@@ -175,7 +239,7 @@ class Chain:
         self.spec = spec
         self.array_codecs: list[tuple[_ArrayCodec, Spec]] = []
         self.bytes_codecs: list = []
-        self.to_bytes: _BytesCodec | ShardingCodec | None = None
+        self.to_bytes: _BytesCodec | ShardingCodec | _NumcodecsArrayBytes | None = None
         for codec in codecs:
             name, config = codec["name"], codec.get("configuration") or {}
             if self.to_bytes is None:
@@ -187,6 +251,8 @@ class Chain:
                     self.to_bytes = _BytesCodec(config)
                 elif name == "sharding_indexed":
                     self.to_bytes = ShardingCodec(config, spec, fill)
+                elif name in _NUMCODECS_ARRAY_BYTES:
+                    self.to_bytes = _NumcodecsArrayBytes(name, config)
                 else:
                     raise CodecError(f"codec {name!r} cannot come before the bytes codec")
             else:
@@ -197,10 +263,18 @@ class Chain:
         shape, dtype = spec
         if isinstance(self.to_bytes, ShardingCodec):  # inner chunks as stored, and the index
             layout = self.to_bytes.layout
-            self.limit = math.prod(layout.per_shard) * self.to_bytes.inner.limit
-            self.limit += layout.index_nbytes
+            size = math.prod(layout.per_shard) * self.to_bytes.inner.stored
+            size += layout.index_nbytes
         else:
-            self.limit = math.prod(shape) * dtype.itemsize + 64  # checksums, headers
+            size = math.prod(shape) * dtype.itemsize
+            if not isinstance(self.to_bytes, _BytesCodec):  # pcodec, zfpy: not much more
+                size = 2 * size + 1024
+        # What each bytes codec decodes to at most: the most the codecs before it make.
+        self.limits = []
+        for _ in self.bytes_codecs:
+            self.limits.append(size)
+            size = _grown(size)
+        self.stored = size  # the most a stored chunk can hold
         # Only the bytes codec's input has the array's size: one compressor before it
         # decodes straight into the caller's buffer.
         self._into = (
@@ -223,8 +297,8 @@ class Chain:
         No bytes codec may produce more than the array-to-bytes codec takes."""
         buf = raw
         into = out if self._into else None
-        for codec in reversed(self.bytes_codecs):
-            buf = bounded.decode(codec, buf, self.limit, into)
+        for codec, limit in zip(reversed(self.bytes_codecs), reversed(self.limits), strict=True):
+            buf = bounded.decode(codec, buf, limit, into)
         arr = self.to_bytes.decode(buf, self.bytes_spec)
         for codec, spec in reversed(self.array_codecs):
             arr = codec.decode(arr, spec)
@@ -247,11 +321,12 @@ def index_chain(config: dict[str, Any], chunks_per_shard: tuple[int, ...]) -> tu
     ]
     norm = [c if isinstance(c, dict) else {"name": c} for c in codecs]
     names = [c.get("name") for c in norm]
-    if not names or names[0] != "bytes" or any(n != "crc32c" for n in names[1:]):
+    at = next((i for i, n in enumerate(names) if n != "transpose"), len(names))  # bytes
+    if at == len(names) or names[at] != "bytes" or any(n != "crc32c" for n in names[at + 1 :]):
         raise CodecError(f"unsupported sharding index codecs {names}")
-    endian = (norm[0].get("configuration") or {}).get("endian", "little")
+    endian = (norm[at].get("configuration") or {}).get("endian", "little")
     dtype = np.dtype("<u8" if endian == "little" else ">u8")
-    nbytes = 16 * int(np.prod(chunks_per_shard)) + 4 * (len(names) - 1)
+    nbytes = 16 * int(np.prod(chunks_per_shard)) + 4 * (len(names) - at - 1)
     return Chain(norm, ((*chunks_per_shard, 2), dtype), np.zeros((), dtype)), nbytes
 
 
@@ -358,6 +433,7 @@ class V3Pipeline(Pipeline):
                 self.layout.at_end,
                 self.layout.index.decode,
                 self.layout.assemble,
+                self.chain.stored,
             )
         else:
             self.chain = Chain(codecs, (meta.chunks, meta.dtype), meta.fill_value)

@@ -449,7 +449,7 @@ class ArrayFile:
         offset, length = (int(v) for v in index[local])
         if offset == MISSING and length == MISSING:
             return None
-        if length > 2 * self.meta.chunk_nbytes + (64 << 10) or offset >= 1 << 62:
+        if length > self._sharding.inner_stored or offset >= 1 << 62:
             raise ChunkDecodeError(f"shard index says inner chunk {list(local)} has "
                                    f"{length} bytes at {offset}")
         return offset, length
