@@ -7,6 +7,7 @@ import threading
 from collections import OrderedDict
 
 from zarrmount.codecs.base import ChunkDecodeError, CodecError, Pipeline, ShardIndexSpec
+from zarrmount.codecs.self_check import check_round_trip
 from zarrmount.codecs.v2 import V2Pipeline
 from zarrmount.codecs.v3 import V3Pipeline
 from zarrmount.format.model import ArrayMeta
@@ -59,6 +60,7 @@ def shared_pipeline(meta: ArrayMeta) -> Pipeline:
         meta, shape=meta.chunks, attributes={}, dimension_names=None
     )
     pipeline = build_pipeline(chunk_meta)
+    check_round_trip(pipeline)
     if key is None:
         return pipeline
     with _lock:
