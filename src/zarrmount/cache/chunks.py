@@ -45,8 +45,6 @@ class CacheStats:
     evictions: int = 0
     load_errors: int = 0
     partial: int = 0  # reads served from part of a chunk, decoded outside the cache
-    dirtied: int = 0
-    cleaned: int = 0
 
 
 class Entry:
@@ -268,7 +266,6 @@ class ChunkCache:
             self._dirty[key] = entry
             self.used += nbytes
             self.dirty_bytes += nbytes
-            self.stats.dirtied += 1
         elif entry.value is not value:
             self.used += nbytes - entry.nbytes
             self.dirty_bytes += nbytes - entry.nbytes
@@ -284,7 +281,6 @@ class ChunkCache:
         self.dirty_bytes -= entry.nbytes
         self.used -= entry.nbytes
         entry.dirty_since = None
-        self.stats.cleaned += 1
         self._insert_clean(key, entry)
 
     def dirty(self, owner: Owner | None = None, before: float | None = None) -> list[Hashable]:

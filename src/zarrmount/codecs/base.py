@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numcodecs
 import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
@@ -25,6 +26,14 @@ class CodecError(ValueError):
 
 class ChunkDecodeError(Exception):
     """A stored chunk is corrupt, truncated, or decodes to the wrong size."""
+
+
+def get_numcodec(config: dict) -> numcodecs.abc.Codec:
+    """A numcodecs codec from its ``{"id": ..., ...}`` configuration."""
+    try:
+        return numcodecs.get_codec(dict(config))
+    except Exception as e:
+        raise CodecError(f"codec {config.get('id')!r} is not available: {e}") from e
 
 
 def raw_dtype(itemsize: int) -> np.dtype:

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import numcodecs
 import numpy as np
 
 from zarrmount.codecs import bounded
-from zarrmount.codecs.base import CodecError, Pipeline, as_bytes_array, from_flat, stored_range
+from zarrmount.codecs.base import Pipeline, as_bytes_array, from_flat, get_numcodec, stored_range
 from zarrmount.codecs.parts import part_decoder
 from zarrmount.format.model import ArrayMeta
 
 # How much larger than the chunk a filter's encoded form may be (astype to a wider type).
 FILTER_GROWTH = 8
-
-
-def get_numcodec(config: dict) -> numcodecs.abc.Codec:
-    """A numcodecs codec from its ``{"id": ..., ...}`` configuration."""
-    try:
-        return numcodecs.get_codec(dict(config))
-    except Exception as e:
-        raise CodecError(f"codec {config.get('id')!r} is not available: {e}") from e
 
 
 class V2Pipeline(Pipeline):

@@ -23,11 +23,11 @@ from zarrmount.codecs.base import (
     ShardIndexSpec,
     as_bytes_array,
     from_flat,
+    get_numcodec,
     is_fill,
     stored_range,
 )
 from zarrmount.codecs.parts import part_decoder
-from zarrmount.codecs.v2 import get_numcodec
 from zarrmount.format.model import ArrayMeta
 
 # numcodecs codecs that work on arrays rather than bytes (zarr-python's numcodecs.* names),

@@ -158,6 +158,5 @@ def parse_array(raw: bytes, label: str) -> ArrayMeta:
         codecs={"codecs": codecs},
         key_encoding=ChunkKeyEncoding(separator=separator, prefix="c", scalar="c"),
         attributes=doc.get("attributes", {}),
-        dtype_json=doc.get("data_type"),
         format_label=label,
     )

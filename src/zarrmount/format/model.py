@@ -51,7 +51,6 @@ class ArrayMeta:
     codecs: dict[str, Any]
     key_encoding: ChunkKeyEncoding
     attributes: dict[str, Any] = field(default_factory=dict)
-    dtype_json: Any = None
     # Sharded arrays: the shard shape; ``chunks`` is then the inner chunk shape.
     shards: tuple[int, ...] | None = None
     dimension_names: tuple[str | None, ...] | None = None

@@ -85,5 +85,4 @@ def parse_array(raw: bytes, attributes: dict[str, Any]) -> ArrayMeta:
         codecs=codecs,
         key_encoding=ChunkKeyEncoding(separator=separator),
         attributes=attributes,
-        dtype_json=doc.get("dtype"),
     )

@@ -156,7 +156,6 @@ def parse_array(path: str, doc: dict[str, Any]) -> ArrayMeta:
         codecs={"codecs": codecs},
         key_encoding=_key_encoding(doc.get("chunk_key_encoding")),
         attributes=doc.get("attributes", {}),
-        dtype_json=doc.get("data_type"),
         shards=chunk_shape if inner else None,
         dimension_names=tuple(names) if isinstance(names, list) else None,
     )

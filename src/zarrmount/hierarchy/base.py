@@ -88,8 +88,6 @@ def share_parts(meta: ArrayMeta) -> ArrayMeta:
     for name in ("shape", "chunks", "shards"):
         if (value := getattr(meta, name)) is not None:
             put(name, _shared(("tuple", value), value))
-    if meta.dtype_json is not None:
-        put("dtype_json", _shared(("json", repr(meta.dtype_json)), meta.dtype_json))
     return meta
 
 

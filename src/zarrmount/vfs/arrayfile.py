@@ -30,6 +30,7 @@ from zarrmount.layout import (
 from zarrmount.memory import aligned_empty, scratch
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
+from zarrmount.vfs.background import Background
 from zarrmount.vfs.errors import FsError
 from zarrmount.vfs.stored_units import StoredUnits, list_units
 
@@ -100,20 +101,6 @@ class _Counted:
         got = self.read(at, n)
         self.nbytes += len(got)
         return got
-
-
-class Background:
-    """Where work nobody waits for runs: the mount session's nursery, once it has one."""
-
-    def __init__(self) -> None:
-        self.nursery: trio.Nursery | None = None
-
-    def start_soon(self, fn, *args) -> bool:
-        """Start ``fn(*args)`` there; False (and nothing runs) before the session has one."""
-        if self.nursery is None:
-            return False
-        self.nursery.start_soon(fn, *args)
-        return True
 
 
 class ArrayFile:

@@ -33,7 +33,8 @@ from zarrmount.hierarchy import Dialect
 from zarrmount.options import MountOptions
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
-from zarrmount.vfs.arrayfile import ArrayFile, Background
+from zarrmount.vfs.arrayfile import ArrayFile
+from zarrmount.vfs.background import Background
 from zarrmount.vfs.errors import FsError, enoent
 from zarrmount.vfs.writable import WritableArrayFile
 from zarrmount.vfs.xattrs import node_xattrs, warn_conventions
