@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,22 +71,11 @@ class ArrayMeta:
 
     @property
     def nbytes(self) -> int:
-        n = self.itemsize
-        for s in self.shape:
-            n *= s
-        return n
+        return self.itemsize * math.prod(self.shape)
 
     @property
     def chunk_nbytes(self) -> int:
-        n = self.itemsize
-        for c in self.chunks:
-            n *= c
-        return n
-
-    @property
-    def grid(self) -> tuple[int, ...]:
-        """Number of chunks along each dimension."""
-        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
+        return self.itemsize * math.prod(self.chunks)
 
 
 @dataclass(frozen=True, slots=True)
