@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from helpers import mounting  # noqa: E402
+from helpers.common import mounted_hierarchy_fixtures  # noqa: E402
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -62,43 +63,27 @@ def mount_factory():
         yield make
 
 
-@pytest.fixture(scope="session")
-def main_hierarchy(tmp_path_factory):
+def _build_main(path):
+    """zarrdata imports zarr-python: imported only once a test needs the hierarchy."""
     from helpers import zarrdata
 
-    return zarrdata.build_main(tmp_path_factory.mktemp("zarr-main") / "data.zarr")
+    return zarrdata.build_main(path)
 
 
-@pytest.fixture(scope="session")
-def main_mount(main_hierarchy):
-    with mounting.mounted(main_hierarchy.root, tag="main") as m:
-        yield m
-
-
-@pytest.fixture
-def live_main(main_mount):
-    """``main_mount``, checked to be alive before and after the test (clear failure if the
-    daemon died in an earlier test)."""
-    main_mount.assert_alive()
-    yield main_mount
-    main_mount.assert_alive()
-
-
-@pytest.fixture(scope="session")
-def bad_hierarchy(tmp_path_factory):
+def _build_bad(path):
+    """See ``_build_main``."""
     from helpers import zarrdata
 
-    return zarrdata.build_bad(tmp_path_factory.mktemp("zarr-bad") / "bad.zarr")
+    return zarrdata.build_bad(path)
 
 
-@pytest.fixture(scope="session")
-def bad_mount(bad_hierarchy):
-    with mounting.mounted(bad_hierarchy.root, tag="bad") as m:
-        yield m
-
-
-@pytest.fixture
-def live_bad(bad_mount):
-    bad_mount.assert_alive()
-    yield bad_mount
-    bad_mount.assert_alive()
+# ``live_main`` / ``live_bad``: the session mount, checked to be alive before and after the
+# test (clear failure if the daemon died in an earlier test).
+main_hierarchy, main_mount, live_main = mounted_hierarchy_fixtures(
+    _build_main, "zarr-main", "data.zarr", "main",
+    names=("main_hierarchy", "main_mount", "live_main"), scope="session",
+)
+bad_hierarchy, bad_mount, live_bad = mounted_hierarchy_fixtures(
+    _build_bad, "zarr-bad", "bad.zarr", "bad",
+    names=("bad_hierarchy", "bad_mount", "live_bad"), scope="session",
+)

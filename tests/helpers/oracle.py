@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +20,24 @@ REQUIRED_ARRAY_XATTRS = {
     "user.zarr.format",
     "user.zarr.attributes",
 }
+
+
+# What ``json_xattr`` returns for an xattr it cannot give (JSON ``null`` is a value: None).
+MISSING = object()
+
+
+def json_xattr(get: Callable[[str], str | None], name: str, errors: list[str]) -> Any:
+    """The value of xattr ``name`` (read with ``get``) parsed as JSON, or ``MISSING`` when it
+    is absent or not JSON (recorded in ``errors``), so that the caller compares only a value
+    that is there."""
+    text = get(name)
+    if text is None:
+        return MISSING
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        errors.append(f"{name} {text!r}: not JSON ({e})")
+        return MISSING
 
 
 def read_file(path: str | os.PathLike) -> bytes:
@@ -92,36 +112,20 @@ def assert_array_xattrs(path: str | os.PathLike, case: ArrayCase) -> None:
         ("user.zarr.chunks", list(z["chunks"])),
         ("user.zarr.attributes", case.zattrs),
     ):
-        text = get(name)
-        if text is not None:
-            try:
-                value = json.loads(text)
-            except ValueError as e:
-                errors.append(f"{name} {text!r}: not JSON ({e})")
-                continue
-            if value != want:
-                errors.append(f"{name} {value!r} != {want!r}")
-    text = get("user.zarr.fill_value")
-    if text is not None:
-        try:
-            value = json.loads(text)
-        except ValueError as e:
-            errors.append(f"user.zarr.fill_value {text!r}: not JSON ({e})")
-        else:
-            want = z["fill_value"]
-            same = value == want and type(value) is type(want)
-            if not same and isinstance(want, float) and isinstance(value, int | float):
-                same = float(value) == want  # 1.0 vs 1 is the same JSON number
-            if not same:
-                errors.append(f"user.zarr.fill_value {value!r} != .zarray {want!r}")
-    text = get("user.zarr.codecs")
-    if text is not None:
-        try:
-            value = json.loads(text)
-        except ValueError as e:
-            errors.append(f"user.zarr.codecs {text!r}: not JSON ({e})")
-        else:
-            errors += compare_codecs(value, z, "user.zarr.codecs")
+        value = json_xattr(get, name, errors)
+        if value is not MISSING and value != want:
+            errors.append(f"{name} {value!r} != {want!r}")
+    value = json_xattr(get, "user.zarr.fill_value", errors)
+    if value is not MISSING:
+        want = z["fill_value"]
+        same = value == want and type(value) is type(want)
+        if not same and isinstance(want, float) and isinstance(value, int | float):
+            same = float(value) == want  # 1.0 vs 1 is the same JSON number
+        if not same:
+            errors.append(f"user.zarr.fill_value {value!r} != .zarray {want!r}")
+    value = json_xattr(get, "user.zarr.codecs", errors)
+    if value is not MISSING:
+        errors += compare_codecs(value, z, "user.zarr.codecs")
     fmt = get("user.zarr.format")
     if fmt is not None and fmt.strip() != "2":
         errors.append(f"user.zarr.format {fmt!r} != '2'")

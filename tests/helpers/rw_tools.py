@@ -29,6 +29,31 @@ from helpers.oracle import describe_mismatch
 
 TMP_PREFIX = ".zarrmount-tmp-"
 
+
+def v3_spec(
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: str,
+    *,
+    fill_value: int = 0,
+    shards: tuple[int, ...] | None = None,
+    compressor=None,
+) -> dict:
+    """``make_store`` arguments of a v3 array, sharded when ``shards`` is given; the
+    compressor defaults to zstd level 1 (quick to encode, as the write tests want)."""
+    spec = dict(
+        zarr_format=3,
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        compressors=compressor or zarr.codecs.ZstdCodec(level=1),
+        fill_value=fill_value,
+    )
+    if shards is not None:
+        spec["shards"] = shards
+    return spec
+
+
 # Small arrays with small odd chunks (many chunks, edge chunks everywhere).
 #   v2: compressor + order F + big-endian + a fill value that is not zero;
 #   v3: compressor; sharded: compressor inside the shards, edge shards and edge inner chunks.
@@ -42,23 +67,8 @@ SPECS: dict[str, dict] = {
         order="F",
         fill_value=7,
     ),
-    "v3": dict(
-        zarr_format=3,
-        shape=(83, 59),
-        chunks=(6, 5),
-        dtype="<u2",
-        compressors=zarr.codecs.GzipCodec(level=1),
-        fill_value=0,
-    ),
-    "sharded": dict(
-        zarr_format=3,
-        shape=(95, 77),
-        chunks=(3, 5),
-        shards=(9, 10),
-        dtype="<i2",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=-3,
-    ),
+    "v3": v3_spec((83, 59), (6, 5), "<u2", compressor=zarr.codecs.GzipCodec(level=1)),
+    "sharded": v3_spec((95, 77), (3, 5), "<i2", fill_value=-3, shards=(9, 10)),
 }
 
 
@@ -140,6 +150,16 @@ def make_store(
     return Store(root, name)
 
 
+def seeded_store(
+    parent: str | os.PathLike, name: str, seed: int
+) -> tuple[Store, np.ndarray, np.random.Generator]:
+    """``make_store`` of ``SPECS[name]`` from ``seed``, its bytes (the model the test
+    updates) and the generator, so the test's later random writes follow the same seed."""
+    rng = np.random.default_rng(seed)
+    store = make_store(parent, name, SPECS[name], rng=rng)
+    return store, store.read_bytes(), rng
+
+
 def random_values(dtype: np.dtype, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
     """Random bit patterns of ``dtype`` (integer dtypes only: every pattern is a value)."""
     dtype = np.dtype(dtype)
@@ -207,6 +227,18 @@ def expect_errno(codes: int | Sequence[int], fn, *args) -> OSError:
     )
 
 
+def dd_over(src: str | os.PathLike, dst: str, timeout: float) -> None:
+    """``dd`` of ``src`` over ``dst`` in 1 MiB blocks without truncating it (how raw data
+    is copied into a mounted array in place); asserts dd succeeded."""
+    done = subprocess.run(
+        ["dd", f"if={src}", f"of={dst}", "bs=1M", "conv=notrunc"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 # ----------------------------------------------------------------------------- mounts
 
 
@@ -216,6 +248,17 @@ def rw_mount(store: Store | str, options: Sequence[str] = (), **kw) -> Iterator[
     root = store.root if isinstance(store, Store) else store
     with mounting.mounted(root, ["rw", *options], **kw) as m:
         yield m
+
+
+@contextlib.contextmanager
+def seeded_mount(
+    parent: str | os.PathLike, name: str, seed: int, options: Sequence[str] = (), *, tag: str
+) -> Iterator[tuple[Store, np.ndarray, mounting.Mount]]:
+    """``seeded_store`` mounted rw: the store, its model and the mount. Store and model
+    stay bound after the ``with``, for the test's check of the store after unmount."""
+    store, model, _rng = seeded_store(parent, name, seed)
+    with rw_mount(store, options, tag=tag) as m:
+        yield store, model, m
 
 
 def stats(path: str) -> dict:

@@ -42,6 +42,7 @@ from zarr.codecs import (
 )
 from zarr.core.dtype import VariableLengthBytes
 
+from helpers.oracle import MISSING, json_xattr
 from helpers.zarrdata import dtype_from_json, make_data, smooth_data
 
 # --------------------------------------------------------------------------- cases
@@ -1032,30 +1033,27 @@ def _build_v3_main(root: str | os.PathLike | None) -> V3Hierarchy:
         present=lambda idx: idx != (1, 1),
         tags={"codec", "manual"},
     )
-    b.manual_array(
-        "keys/shorthand_v2",
-        sh,
-        chunks=(3, 2),
-        data_type="uint8",
-        fill_json=0,
-        fill=np.uint8(0),
-        codecs=[{"name": "bytes"}],
-        key_encoding={"name": "v2"},
-        encode=lambda chunk: chunk.tobytes(),
-        tags={"keys", "manual"},
-    )
-    b.manual_array(
-        "keys/default_no_configuration",
-        sh,
-        chunks=(2, 3),
-        data_type="uint8",
-        fill_json=9,
-        fill=np.uint8(9),
-        codecs=[{"name": "bytes"}],
-        key_encoding={"name": "default"},
-        encode=lambda chunk: chunk.tobytes(),
-        present=lambda idx: idx != (0, 1),
-        tags={"keys", "manual"},
+
+    def plain_u8_keys(name, chunks, fill, key_encoding, **kw):
+        """``sh`` as uint8 with the plain ``bytes`` codec, so that only the hand-written
+        chunk key encoding is under test."""
+        b.manual_array(
+            f"keys/{name}",
+            sh,
+            chunks=chunks,
+            data_type="uint8",
+            fill_json=fill,
+            fill=np.uint8(fill),
+            codecs=[{"name": "bytes"}],
+            key_encoding=key_encoding,
+            encode=lambda chunk: chunk.tobytes(),
+            tags={"keys", "manual"},
+            **kw,
+        )
+
+    plain_u8_keys("shorthand_v2", (3, 2), 0, {"name": "v2"})
+    plain_u8_keys(
+        "default_no_configuration", (2, 3), 9, {"name": "default"}, present=lambda i: i != (0, 1)
     )
     if not b.dry:
         patch_doc(b.root, "keys/shorthand_v2", lambda d: d.update({"chunk_key_encoding": "v2"}))
@@ -2062,14 +2060,8 @@ def v3_xattr_problems(path: str | os.PathLike, case: V3Array) -> list[str]:
             return None
 
     def get_json(name):
-        text = get(name)
-        if text is None:
-            return None
-        try:
-            return json.loads(text)
-        except ValueError as e:
-            errors.append(f"{name} {text!r}: not JSON ({e})")
-            return None
+        value = json_xattr(get, name, errors)
+        return None if value is MISSING else value
 
     label = get("user.zarr.dtype")
     if label is not None:
@@ -2096,19 +2088,14 @@ def v3_xattr_problems(path: str | os.PathLike, case: V3Array) -> list[str]:
             errors.append(f"user.zarr.dimension_names {value!r} != {case.dimension_names!r}")
     elif has_xattr(path, "user.zarr.dimension_names"):
         errors.append("user.zarr.dimension_names present although none are set")
-    text = get("user.zarr.fill_value")
-    if text is not None:
-        try:
-            value = json.loads(text)
-        except ValueError as e:
-            errors.append(f"user.zarr.fill_value {text!r}: not JSON ({e})")
-        else:
-            want = case.fill_json
-            same = value == want and (type(value) is type(want) or (
-                isinstance(want, int | float) and isinstance(value, int | float)
-                and not isinstance(value, bool) and not isinstance(want, bool)))
-            if not same:
-                errors.append(f"user.zarr.fill_value {value!r} != stored {want!r}")
+    value = json_xattr(get, "user.zarr.fill_value", errors)
+    if value is not MISSING:
+        want = case.fill_json
+        same = value == want and (type(value) is type(want) or (
+            isinstance(want, int | float) and isinstance(value, int | float)
+            and not isinstance(value, bool) and not isinstance(want, bool)))
+        if not same:
+            errors.append(f"user.zarr.fill_value {value!r} != stored {want!r}")
     fmt = get("user.zarr.format")
     if fmt is not None and fmt.strip() != case.fmt:
         errors.append(f"user.zarr.format {fmt!r} != {case.fmt!r}")

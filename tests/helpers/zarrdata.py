@@ -776,13 +776,19 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
         b.zarr_array(
             f"compressors/{name}", cdata, chunks=(7, 6), compressor=comp, tags={"compressor"}
         )
-    b.zarr_array(
-        "compressors/blosc_shuffle_be_i2",
-        smooth_data(np.dtype(">i2"), (25, 9)),
-        chunks=(8, 4),
-        compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
-        tags={"compressor"},
-    )
+
+    def smooth_lz4_shuffled(path, dtype, shape, chunks, tag):
+        """Smooth data under blosc lz4 with byte shuffle: a compressor that really shrinks
+        it, as it does real data."""
+        b.zarr_array(
+            path,
+            smooth_data(np.dtype(dtype), shape),
+            chunks=chunks,
+            compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
+            tags={tag},
+        )
+
+    smooth_lz4_shuffled("compressors/blosc_shuffle_be_i2", ">i2", (25, 9), (8, 4), "compressor")
 
     # more filters numcodecs knows (lossy ones: the oracle is zarr-python's decoded values)
     b.zarr_array(
@@ -933,13 +939,7 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
 
     # big/: larger than 1 MiB (cache_size=1M test); one of them is a single 2 MiB chunk
     b.group("big")
-    b.zarr_array(
-        "big/many_chunks",
-        smooth_data(np.dtype("<f8"), (512, 1024)),
-        chunks=(64, 128),
-        compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
-        tags={"big"},
-    )
+    smooth_lz4_shuffled("big/many_chunks", "<f8", (512, 1024), (64, 128), "big")
     b.zarr_array(
         "big/one_chunk",
         make_data(np.dtype(">i4"), (1024, 512), rng),

@@ -4,11 +4,15 @@ broken chunks give EIO while the rest of the array reads, the log names the chun
 from __future__ import annotations
 
 import errno
-import json
 import os
 
 import pytest
-from helpers.mounting import run_cli
+from helpers.common import (
+    assert_not_found,
+    hidden_node_problems,
+    inspect_nodes,
+    shown_node_problems,
+)
 from helpers.oracle import assert_bytes_equal, read_file
 
 pytestmark = pytest.mark.mount
@@ -43,11 +47,7 @@ def test_listing_hides_bad_nodes(live_bad, bad_hierarchy):
 
 
 def test_hidden_nodes_cannot_be_looked_up(live_bad, bad_hierarchy):
-    for path in bad_hierarchy.hidden:
-        with pytest.raises(FileNotFoundError):
-            os.stat(live_bad.p(path))
-    with pytest.raises(FileNotFoundError):
-        os.stat(live_bad.p("bad_group/child"))
+    assert_not_found(live_bad, [*bad_hierarchy.hidden, "bad_group/child"])
 
 
 def test_unsafe_names_were_created(bad_hierarchy):
@@ -105,33 +105,18 @@ def test_mount_survives_everything(live_bad, bad_hierarchy):
 
 
 def test_inspect_json_lists_hidden_nodes_with_reason(bad_hierarchy):
-    res = run_cli(["--inspect", str(bad_hierarchy.root), "--json"])
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
-    nodes = {n["path"]: n for n in doc["nodes"]}
-    problems = []
-    for path in bad_hierarchy.hidden:
-        node = nodes.get(path)
-        if node is None:
-            problems.append(f"{path!r}: not listed")
-            continue
-        if node.get("shown") is not False:
-            problems.append(f"{path!r}: shown={node.get('shown')!r}")
-        if not isinstance(node.get("reason"), str) or not node["reason"].strip():
-            problems.append(f"{path!r}: no reason ({node.get('reason')!r})")
-    for path in ["", "ok", "good", "good/a", "bad", "bad/good_sibling", *FAULTS]:
-        node = nodes.get(path)
-        if node is None or node.get("shown") is not True or "reason" in node:
-            problems.append(f"{path!r}: expected shown without reason, got {node!r}")
+    nodes = inspect_nodes(bad_hierarchy.root)
+    problems = hidden_node_problems(nodes, bad_hierarchy.hidden)
+    problems += shown_node_problems(
+        nodes, ["", "ok", "good", "good/a", "bad", "bad/good_sibling", *FAULTS]
+    )
     assert not problems, "\n".join(problems)
 
 
 def test_inspect_json_types_are_group_or_array(bad_hierarchy):
     """``type`` is "group" or "array" for every node, hidden ones included (the kind of a
     node with an unsafe name is known from its metadata document)."""
-    res = run_cli(["--inspect", str(bad_hierarchy.root), "--json"])
-    assert res.returncode == 0, res.stderr
-    nodes = {n["path"]: n for n in json.loads(res.stdout)["nodes"]}
+    nodes = inspect_nodes(bad_hierarchy.root)
     problems = []
     for path, node in nodes.items():
         if node.get("type") not in ("group", "array"):

@@ -26,17 +26,28 @@ def read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def test_reread_after_dropping_page_cache_hits_chunk_cache(live_main, main_hierarchy):
-    case = main_hierarchy.arrays["cache/probe"]
-    fd = os.open(live_main.p("cache/probe"), os.O_RDONLY)
+def read_twice(mount, case, flags: int, between=lambda fd: None) -> tuple[dict, dict]:
+    """Reads the whole of ``case`` twice through one descriptor (``between`` runs between
+    the reads), checking the bytes each time; the daemon's stats after the first read and
+    after the second, whose difference says where the second read was served from."""
+    fd = os.open(mount.p(case.path), flags)
     try:
         assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        before = stats(live_main)
+        between(fd)
+        first = stats(mount)
         assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        after = stats(live_main)
+        return first, stats(mount)
     finally:
         os.close(fd)
+
+
+def test_reread_after_dropping_page_cache_hits_chunk_cache(live_main, main_hierarchy):
+    before, after = read_twice(
+        live_main,
+        main_hierarchy.arrays["cache/probe"],
+        os.O_RDONLY,
+        between=lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED),
+    )
     assert after["store_gets"] == before["store_gets"], (before, after)
     assert after["cache_hits"] > before["cache_hits"], (
         "the second read did not reach the daemon's chunk cache (page cache not dropped?)",
@@ -48,14 +59,7 @@ def test_reread_after_dropping_page_cache_hits_chunk_cache(live_main, main_hiera
 def test_reread_with_o_direct_hits_chunk_cache(live_main, main_hierarchy):
     """Same with O_DIRECT, which never uses the page cache."""
     case = main_hierarchy.arrays["cache/probe"]
-    fd = os.open(live_main.p("cache/probe"), os.O_RDONLY | os.O_DIRECT)
-    try:
-        assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        before = stats(live_main)
-        assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        after = stats(live_main)
-    finally:
-        os.close(fd)
+    before, after = read_twice(live_main, case, os.O_RDONLY | os.O_DIRECT)
     assert after["store_gets"] == before["store_gets"], (before, after)
     assert after["cache_hits"] > before["cache_hits"], (before, after)
 
@@ -65,14 +69,7 @@ def test_counters_move_on_a_fresh_mount(mount_factory, main_hierarchy):
     m = mount_factory(main_hierarchy.root, tag="cache")
     case = main_hierarchy.arrays["order/C_ref_3d"]
     start = stats(m)
-    fd = os.open(m.p("order/C_ref_3d"), os.O_RDONLY | os.O_DIRECT)
-    try:
-        assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        first = stats(m)
-        assert_bytes_equal(read_all(fd, case.nbytes), case.expected, case.dtype)
-        second = stats(m)
-    finally:
-        os.close(fd)
+    first, second = read_twice(m, case, os.O_RDONLY | os.O_DIRECT)
     assert first["store_gets"] > start["store_gets"], (start, first)
     assert second["store_gets"] == first["store_gets"], (first, second)
     assert second["cache_hits"] > first["cache_hits"], (first, second)

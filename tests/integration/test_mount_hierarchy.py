@@ -13,6 +13,7 @@ import stat
 import numpy as np
 import pytest
 from helpers import zarrdata
+from helpers.common import assert_listing_matches
 from helpers.oracle import (
     REQUIRED_ARRAY_XATTRS,
     assert_array_xattrs,
@@ -31,25 +32,7 @@ GROUP_PATHS = sorted(DRY.groups)
 
 def test_listing_matches_hierarchy(live_main, main_hierarchy):
     """Groups are directories, arrays are regular files; nothing missing, nothing extra."""
-    expected = {p: "dir" for p in main_hierarchy.groups if p} | {
-        p: "file" for p in main_hierarchy.arrays
-    }
-    seen = {}
-    for dirpath, dirnames, filenames in os.walk(live_main.path):
-        rel = os.path.relpath(dirpath, live_main.path)
-        rel = "" if rel == "." else rel
-        for d in dirnames:
-            seen[os.path.join(rel, d) if rel else d] = "dir"
-        for f in filenames:
-            full = os.path.join(dirpath, f)
-            kind = "file" if stat.S_ISREG(os.lstat(full).st_mode) else "other"
-            seen[os.path.join(rel, f) if rel else f] = kind
-    missing = sorted(set(expected) - set(seen))
-    extra = sorted(set(seen) - set(expected))
-    wrong = sorted(p for p in set(expected) & set(seen) if expected[p] != seen[p])
-    assert not missing and not extra and not wrong, (
-        f"missing={missing[:20]} extra={extra[:20]} wrong_kind={wrong[:20]}"
-    )
+    assert_listing_matches(live_main.path, main_hierarchy)
 
 
 @pytest.mark.parametrize("path", ARRAY_PATHS)

@@ -22,10 +22,10 @@ import time
 import numpy as np
 import pytest
 from helpers import mounting
+from helpers.common import fault_proxy_fixture
 from helpers.mounting import mounted
 from helpers.remote_servers import (  # noqa: F401 - fixtures
     V3_ARRAYS,
-    FaultProxy,
     expected_bytes,
     read_all,
     s3_data_fixture,
@@ -40,10 +40,7 @@ CHUNK_1_0 = r"/v2\.zarr/ints/1\.0$"  # rows 64-127, columns 0-63
 CHUNK_1_0_OFFSET = 70 * ROW  # an element of chunk 1.0
 
 
-@pytest.fixture(scope="module")
-def proxy(s3):
-    with FaultProxy(s3.url) as p:
-        yield p
+proxy = fault_proxy_fixture()
 
 
 @pytest.fixture

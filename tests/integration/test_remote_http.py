@@ -7,6 +7,7 @@ makes the tree known (``zarr.json`` for v3, ``.zmetadata`` for v2).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -14,17 +15,12 @@ import re
 import numpy as np
 import pytest
 import zarr
+from helpers.common import assert_tree_and_bytes
 from helpers.mounting import mounted
-from helpers.oracle import assert_bytes_equal
 from helpers.remote_servers import (
-    V2_ARRAYS,
-    V2_DIRS,
     V3_ARRAYS,
-    V3_DIRS,
     RangeHTTPServer,
     expected_bytes,
-    read_all,
-    tree,
     write_v2,
     write_v3,
 )
@@ -45,20 +41,19 @@ def _oracle(root, name):
     return zarr.open_group(str(root / name), mode="r")
 
 
-def _check(m, oracle, kind, names):
-    for name in names:
-        path = m.p(name)
-        assert_bytes_equal(
-            read_all(path), expected_bytes(oracle, kind, name, path), np.dtype(oracle[name].dtype)
-        )
+@contextlib.contextmanager
+def _mounted_over_http(site, kind: str, tag: str):
+    """Mount ``<kind>.zarr`` of the site with a fresh request log (so a test sees only the
+    requests of its own mount), its tree and bytes checked against zarr-python."""
+    root, server = site
+    server.clear()
+    with mounted(f"{server.url}/{kind}.zarr", tag=tag) as m:
+        assert_tree_and_bytes(m, _oracle(root, f"{kind}.zarr"), kind)
+        yield m, server
 
 
 def test_v3_consolidated_over_http(site):
-    root, server = site
-    server.clear()
-    with mounted(f"{server.url}/v3.zarr", tag="http3") as m:
-        assert tree(m.path) == (V3_DIRS, set(V3_ARRAYS))
-        _check(m, _oracle(root, "v3.zarr"), "v3", V3_ARRAYS)
+    with _mounted_over_http(site, "v3", tag="http3") as (m, server):
         stats = m.stats()
         assert stats["store_lists"] == 0
         assert stats["store_errors"] == 0
@@ -87,11 +82,7 @@ def test_v3_consolidated_over_http(site):
 
 
 def test_v2_zmetadata_over_http(site):
-    root, server = site
-    server.clear()
-    with mounted(f"{server.url}/v2.zarr", tag="http2") as m:
-        assert tree(m.path) == (V2_DIRS, set(V2_ARRAYS))
-        _check(m, _oracle(root, "v2.zarr"), "v2", V2_ARRAYS)
+    with _mounted_over_http(site, "v2", tag="http2") as (m, server):
         assert m.stats()["store_lists"] == 0
     # v2/sparse has 9 chunks of which 2 were written: the others are absent (404 -> fill)
     sparse = [

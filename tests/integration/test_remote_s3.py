@@ -13,15 +13,14 @@ import re
 import numpy as np
 import pytest
 import zarr
+from helpers.common import assert_arrays_read_back, fault_proxy_fixture
 from helpers.mounting import mounted
-from helpers.oracle import assert_bytes_equal
 from helpers.remote_servers import (  # noqa: F401 - fixtures
     BUCKET,
     V2_ARRAYS,
     V2_DIRS,
     V3_ARRAYS,
     V3_DIRS,
-    FaultProxy,
     expected_bytes,
     read_all,
     s3_data_fixture,
@@ -34,22 +33,17 @@ from helpers.remote_servers import (  # noqa: F401 - fixtures
 pytestmark = pytest.mark.mount
 
 
-@pytest.fixture(scope="module")
-def proxy(s3):
-    """A pass-through proxy in front of moto: lets tests see every request the daemon makes."""
-    with FaultProxy(s3.url) as p:
-        yield p
+proxy = fault_proxy_fixture()
 
 
 def _check_all_arrays(m, oracle, kind: str, names: list[str]) -> None:
+    """Shape and size of every array as zarr-python has them, then its bytes."""
     for name in names:
         path = m.p(name)
         arr = oracle[name]
         assert json.loads(os.getxattr(path, "user.zarr.shape")) == list(arr.shape), name
         assert os.path.getsize(path) == arr.nbytes, name
-        got = read_all(path)
-        want = expected_bytes(oracle, kind, name, path)
-        assert_bytes_equal(got, want, np.dtype(arr.dtype))
+    assert_arrays_read_back(m, oracle, kind, names)
 
 
 def _random_preads(m, oracle, kind: str, names: list[str], rng, n: int = 25) -> None:

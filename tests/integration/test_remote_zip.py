@@ -6,22 +6,11 @@ from __future__ import annotations
 import os
 import zipfile
 
-import numpy as np
 import pytest
 import zarr
+from helpers.common import assert_tree_and_bytes
 from helpers.mounting import mounted
-from helpers.oracle import assert_bytes_equal
-from helpers.remote_servers import (
-    V2_ARRAYS,
-    V2_DIRS,
-    V3_ARRAYS,
-    V3_DIRS,
-    expected_bytes,
-    read_all,
-    tree,
-    write_v2,
-    write_v3,
-)
+from helpers.remote_servers import write_v2, write_v3
 
 pytestmark = pytest.mark.mount
 
@@ -50,19 +39,11 @@ def zips(tmp_path_factory):
     return root
 
 
-def _check(m, oracle, kind, names):
-    for name in names:
-        path = m.p(name)
-        assert_bytes_equal(read_all(path), expected_bytes(oracle, kind, name, path),
-                           np.dtype(oracle[name].dtype))
-
-
 def test_zipstore_v3_by_path(zips):
     path = zips / "v3.zip"
     oracle = zarr.open_group(zarr.storage.ZipStore(path, mode="r"), mode="r")
     with mounted(str(path), tag="zip3") as m:
-        assert tree(m.path) == (V3_DIRS, set(V3_ARRAYS))
-        _check(m, oracle, "v3", V3_ARRAYS)
+        assert_tree_and_bytes(m, oracle, "v3")
         assert m.stats()["store_errors"] == 0
 
 
@@ -70,8 +51,7 @@ def test_zipped_v2_by_path_and_by_url(zips):
     oracle = zarr.open_group(str(zips / "v2.zarr"), mode="r")
     for source in (str(zips / "v2.zip"), f"zip::file://{zips / 'v2.zip'}"):
         with mounted(source, tag="zip2") as m:
-            assert tree(m.path) == (V2_DIRS, set(V2_ARRAYS)), source
-            _check(m, oracle, "v2", V2_ARRAYS)
+            assert_tree_and_bytes(m, oracle, "v2", label=source)
 
 
 def test_relative_zip_path(zips, monkeypatch):
@@ -84,5 +64,4 @@ def test_relative_zip_path(zips, monkeypatch):
 def test_file_url(zips):
     oracle = zarr.open_group(str(zips / "v3.zarr"), mode="r")
     with mounted(f"file://{zips / 'v3.zarr'}", tag="fileurl") as m:
-        assert tree(m.path) == (V3_DIRS, set(V3_ARRAYS))
-        _check(m, oracle, "v3", V3_ARRAYS)
+        assert_tree_and_bytes(m, oracle, "v3")

@@ -111,11 +111,8 @@ def test_memmap_without_flush_reaches_store_by_unmount(tmp_path):
 
 @pytest.mark.parametrize("name", ["v2f", "sharded"])
 def test_writes_past_eof_fail_with_efbig(tmp_path, name):
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=np.random.default_rng(7))
-    model = store.read_bytes()
-    size = model.size
-    with rw_tools.rw_mount(store, tag="rweof") as m:
-        path = m.p(name)
+    with rw_tools.seeded_mount(tmp_path, name, 7, tag="rweof") as (store, model, m):
+        size, path = model.size, m.p(name)
         for flags in (os.O_WRONLY, os.O_RDWR | os.O_DIRECT):
             fd = os.open(path, flags)
             try:
@@ -142,11 +139,8 @@ def test_writes_past_eof_fail_with_efbig(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["v2f", "v3"])
 def test_truncate_only_to_zero_or_size(tmp_path, name):
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=np.random.default_rng(8))
-    model = store.read_bytes()
-    size = model.size
-    with rw_tools.rw_mount(store, tag="rwtrunc") as m:
-        path = m.p(name)
+    with rw_tools.seeded_mount(tmp_path, name, 8, tag="rwtrunc") as (store, model, m):
+        size, path = model.size, m.p(name)
         for bad in (1, size - 1, size + 1, size * 2):
             expect_errno(errno.EINVAL, os.truncate, path, bad)
         fd = os.open(path, os.O_RDWR)

@@ -127,9 +127,7 @@ def test_sigkill_only_fsynced_write_survives(tmp_path):
     """No background write-back at all (long delay): after fsync + SIGKILL the store is
     exactly the fsynced state; the unsynced writes are simply lost (not half-applied)."""
     name = "v3"
-    rng = np.random.default_rng(12)
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=rng)
-    model = store.read_bytes()
+    store, model, rng = rw_tools.seeded_store(tmp_path, name, 12)
     with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwkill") as m:
         fd = os.open(m.p(name), os.O_RDWR)
         try:
@@ -154,9 +152,7 @@ def test_sigkill_only_fsynced_write_survives(tmp_path):
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "zarrmount -u"])
 @pytest.mark.parametrize("name", ["v2f", "sharded"])
 def test_stop_without_fsync_stores_everything(tmp_path, name, how):
-    rng = np.random.default_rng(13)
-    store = rw_tools.make_store(tmp_path, name, SPECS[name], rng=rng)
-    model = store.read_bytes()
+    store, model, rng = rw_tools.seeded_store(tmp_path, name, 13)
     with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwterm") as m:
         fd = os.open(m.p(name), os.O_RDWR)
         try:

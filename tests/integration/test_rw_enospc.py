@@ -7,6 +7,7 @@ The mount stays up throughout.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -15,18 +16,19 @@ import time
 import numpy as np
 import pytest
 from helpers import mounting, rw_tools
-from helpers.rw_tools import SPECS, assert_store_equals, expect_errno
+from helpers.rw_tools import assert_store_equals, expect_errno
 
 pytestmark = pytest.mark.mount
 
 FAILED = (errno.ENOSPC, errno.EIO)
 
 
-def _setup(fs_dir: str, name: str, seed: int):
-    rng = np.random.default_rng(seed)
-    store = rw_tools.make_store(fs_dir, name, SPECS[name], rng=rng)
-    model = store.read_bytes()
-    return store, model, rng
+@contextlib.contextmanager
+def _mount_then_fill(fs_dir: str, store: rw_tools.Store, delay: str):
+    """A rw mount of ``store`` whose filesystem is filled once it is up, so that every
+    write-back from then on fails; yields the mount and the filler (unlink it for room)."""
+    with rw_tools.rw_mount(store, [f"writeback_delay={delay}"], tag="rwenospc") as m:
+        yield m, rw_tools.fill_filesystem(fs_dir)
 
 
 def _dirty_some(fd: int, model: np.ndarray, rng, count: int = 6) -> None:
@@ -66,7 +68,7 @@ def _read_through_mount(path: str, size: int) -> bytes:
 @pytest.mark.parametrize("name", ["v2f", "sharded"])
 def test_enospc_reported_on_fsync_and_close_then_retried(tmp_path, name):
     with rw_tools.tmpfs("1M", tag="enospc") as fs_dir:
-        store, model, rng = _setup(fs_dir, name, 31)
+        store, model, rng = rw_tools.seeded_store(fs_dir, name, 31)
         stored_before = store.read_bytes()
         with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwenospc") as m:
             path = m.p(name)
@@ -106,11 +108,9 @@ def test_enospc_reported_on_fsync_and_close_then_retried(tmp_path, name):
 def test_enospc_on_close_then_stored_at_unmount(tmp_path):
     name = "v3"
     with rw_tools.tmpfs("1M", tag="enospc") as fs_dir:
-        store, model, rng = _setup(fs_dir, name, 32)
-        with rw_tools.rw_mount(store, ["writeback_delay=600"], tag="rwenospc") as m:
-            path = m.p(name)
-            filler = rw_tools.fill_filesystem(fs_dir)
-            fd = os.open(path, os.O_RDWR)
+        store, model, rng = rw_tools.seeded_store(fs_dir, name, 32)
+        with _mount_then_fill(fs_dir, store, "600") as (m, filler):
+            fd = os.open(m.p(name), os.O_RDWR)
             _dirty_some(fd, model, rng)
             expect_errno(FAILED, os.close, fd)
             assert _failed_keys(m.read_log()), m.read_log()
@@ -127,11 +127,9 @@ def test_failed_idle_write_back_is_retried_by_the_timer(tmp_path):
     10 s) until it succeeds once the filler is gone."""
     name = "v3"
     with rw_tools.tmpfs("1M", tag="enospc") as fs_dir:
-        store, model, rng = _setup(fs_dir, name, 33)
-        with rw_tools.rw_mount(store, ["writeback_delay=0.3"], tag="rwenospc") as m:
-            path = m.p(name)
-            filler = rw_tools.fill_filesystem(fs_dir)
-            fd = os.open(path, os.O_RDWR)
+        store, model, rng = rw_tools.seeded_store(fs_dir, name, 33)
+        with _mount_then_fill(fs_dir, store, "0.3") as (m, filler):
+            fd = os.open(m.p(name), os.O_RDWR)
             try:
                 _dirty_some(fd, model, rng)
                 line = m.wait_for_log("write-back of", timeout=10)

@@ -6,13 +6,11 @@ and the daemon's memory must stay bounded.
 from __future__ import annotations
 
 import os
-import subprocess
 
 import numpy as np
 import pytest
-import zarr
 from helpers import rw_tools
-from helpers.rw_tools import assert_store_equals
+from helpers.rw_tools import assert_store_equals, v3_spec
 
 pytestmark = pytest.mark.mount
 
@@ -22,24 +20,9 @@ RSS_LIMIT_KIB = 300 * 1024
 
 ARRAYS = {
     # 16 MiB, 60 KB chunks with edges: one 1 MiB write dirties ~30 chunks
-    "v3": dict(
-        zarr_format=3,
-        shape=(2048, 4096),
-        chunks=(100, 300),
-        dtype="<u2",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=0,
-    ),
+    "v3": v3_spec((2048, 4096), (100, 300), "<u2"),
     # 12 MiB, sharded: each write-back under pressure rewrites a whole shard
-    "sharded": dict(
-        zarr_format=3,
-        shape=(1500, 2000),
-        chunks=(50, 64),
-        shards=(200, 256),
-        dtype="<i4",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=-1,
-    ),
+    "sharded": v3_spec((1500, 2000), (50, 64), "<i4", fill_value=-1, shards=(200, 256)),
 }
 
 
@@ -91,13 +74,7 @@ def test_sequential_write_with_tiny_cache(tmp_path, name):
                 "first half written, file closed",
             )
             # 2. dd of the whole file
-            done = subprocess.run(
-                ["dd", f"if={raw}", f"of={path}", "bs=1M", "conv=notrunc"],
-                capture_output=True,
-                text=True,
-                timeout=180,
-            )
-            assert done.returncode == 0, done.stderr
+            rw_tools.dd_over(raw, path, timeout=180)
             after = m.stats()
         m.assert_alive()
         assert after["cache_dirty_bytes"] == 0, after

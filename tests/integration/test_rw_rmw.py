@@ -7,36 +7,19 @@ and one O_DIRECT request can cover it exactly).
 from __future__ import annotations
 
 import os
-import subprocess
 
 import numpy as np
 import pytest
-import zarr
 from helpers import rw_tools
-from helpers.rw_tools import assert_store_equals
+from helpers.rw_tools import assert_store_equals, v3_spec
 
 pytestmark = pytest.mark.mount
 
 ROWS = {
     # 16 KiB chunks of whole rows, 4-byte elements
-    "rows": dict(
-        zarr_format=3,
-        shape=(64, 1024),
-        chunks=(4, 1024),
-        dtype="<u4",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=0,
-    ),
+    "rows": v3_spec((64, 1024), (4, 1024), "<u4"),
     # sharded: 64 KiB shards of 8 inner chunks of 8 KiB, all whole rows
-    "shrows": dict(
-        zarr_format=3,
-        shape=(256, 512),
-        chunks=(8, 512),
-        shards=(64, 512),
-        dtype="<u2",
-        compressors=zarr.codecs.ZstdCodec(level=1),
-        fill_value=0,
-    ),
+    "shrows": v3_spec((256, 512), (8, 512), "<u2", shards=(64, 512)),
 }
 CHUNK = {"rows": 16384, "shrows": 8192}  # bytes of one (inner) chunk
 
@@ -69,13 +52,7 @@ def test_dd_of_whole_file_fetches_nothing(tmp_path):
     new.tofile(raw)
     with rw_tools.rw_mount(store, tag="rwrmw") as m:
         before = m.stats()
-        done = subprocess.run(
-            ["dd", f"if={raw}", f"of={m.p('rows')}", "bs=1M", "conv=notrunc"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
+        rw_tools.dd_over(raw, m.p("rows"), timeout=60)
         after = m.stats()
     assert after["store_gets"] == before["store_gets"], (before, after)
     assert after["store_sets"] - before["store_sets"] == model.size // CHUNK["rows"]

@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 import pytest
-from helpers import shared_dir
+from helpers import common, shared_dir
 from helpers import v3_fixtures as v3
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import assert_bytes_equal, read_file
@@ -34,22 +34,9 @@ REFERENCE = CONFORMANCE / "data" / "reference_image.png"
 ZARRITA_ARRAYS = {"raw", "zlib", "gzip", "blosc/lz4"}
 
 
-@pytest.fixture(scope="module")
-def draft(tmp_path_factory):
-    return v3.build_draft(tmp_path_factory.mktemp("zarr-draft") / "draft.zr3")
-
-
-@pytest.fixture(scope="module")
-def draft_mount(draft):
-    with mounted(draft.root, tag="draft") as m:
-        yield m
-
-
-@pytest.fixture
-def live(draft_mount):
-    draft_mount.assert_alive()
-    yield draft_mount
-    draft_mount.assert_alive()
+draft, draft_mount, live = common.mounted_hierarchy_fixtures(
+    v3.build_draft, "zarr-draft", "draft.zr3", "draft", names=("draft", "draft_mount", "live")
+)
 
 
 def test_fixture_layout(draft):
@@ -69,26 +56,14 @@ def test_fixture_layout(draft):
 
 
 def test_listing(live, draft):
-    expected = {p: "dir" for p in draft.groups if p} | {p: "file" for p in draft.arrays}
-    seen = {}
-    for dirpath, dirnames, filenames in os.walk(live.path):
-        rel = os.path.relpath(dirpath, live.path)
-        rel = "" if rel == "." else rel
-        for d in dirnames:
-            seen[os.path.join(rel, d) if rel else d] = "dir"
-        for f in filenames:
-            seen[os.path.join(rel, f) if rel else f] = "file"
-    assert seen == expected
+    common.assert_listing_matches(live.path, draft)
 
 
 @pytest.mark.parametrize("path", ARRAY_PATHS)
 def test_array_bytes_and_xattrs(live, draft, path):
     case = draft.arrays[path]
     full = live.p(path)
-    st = os.stat(full)
-    assert stat.S_ISREG(st.st_mode)
-    assert st.st_size == case.nbytes
-    assert_bytes_equal(read_file(full), case.expected, case.dtype)
+    common.assert_array_file(full, case)
     problems = v3.v3_xattr_problems(full, case)
     assert not problems, f"{path}: " + "; ".join(problems)
 

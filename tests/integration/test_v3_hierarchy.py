@@ -17,6 +17,7 @@ import zlib
 
 import numpy as np
 import pytest
+from helpers import common
 from helpers import v3_fixtures as v3
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import assert_bytes_equal, read_file
@@ -33,22 +34,9 @@ RANDOM_READ_PATHS = sorted(
 )
 
 
-@pytest.fixture(scope="module")
-def v3_main(tmp_path_factory):
-    return v3.build_v3_main(tmp_path_factory.mktemp("zarr-v3-main") / "data.zarr")
-
-
-@pytest.fixture(scope="module")
-def v3_mount(v3_main):
-    with mounted(v3_main.root, tag="v3main") as m:
-        yield m
-
-
-@pytest.fixture
-def live(v3_mount):
-    v3_mount.assert_alive()
-    yield v3_mount
-    v3_mount.assert_alive()
+v3_main, v3_mount, live = common.mounted_hierarchy_fixtures(
+    v3.build_v3_main, "zarr-v3-main", "data.zarr", "v3main", names=("v3_main", "v3_mount", "live")
+)
 
 
 def test_fixture_covers_what_it_claims(v3_main):
@@ -80,35 +68,15 @@ def test_fixture_covers_what_it_claims(v3_main):
 
 
 def test_listing_matches_hierarchy(live, v3_main):
-    expected = {p: "dir" for p in v3_main.groups if p} | {p: "file" for p in v3_main.arrays}
-    seen = {}
-    for dirpath, dirnames, filenames in os.walk(live.path):
-        rel = os.path.relpath(dirpath, live.path)
-        rel = "" if rel == "." else rel
-        for d in dirnames:
-            seen[os.path.join(rel, d) if rel else d] = "dir"
-        for f in filenames:
-            full = os.path.join(dirpath, f)
-            kind = "file" if stat.S_ISREG(os.lstat(full).st_mode) else "other"
-            seen[os.path.join(rel, f) if rel else f] = kind
-    missing = sorted(set(expected) - set(seen))
-    extra = sorted(set(seen) - set(expected))
-    wrong = sorted(p for p in set(expected) & set(seen) if expected[p] != seen[p])
-    assert not missing and not extra and not wrong, (
-        f"missing={missing[:20]} extra={extra[:20]} wrong_kind={wrong[:20]}"
-    )
+    common.assert_listing_matches(live.path, v3_main)
 
 
 @pytest.mark.parametrize("path", ARRAY_PATHS)
 def test_array_size_and_bytes(live, v3_main, path):
     """Size is prod(shape) * itemsize; the whole file (plain read) equals the oracle."""
     case = v3_main.arrays[path]
-    full = live.p(path)
-    st = os.stat(full)
-    assert stat.S_ISREG(st.st_mode)
+    st = common.assert_array_file(live.p(path), case)
     assert st.st_size == int(np.prod(case.shape, dtype=np.int64)) * case.dtype.itemsize
-    assert st.st_size == case.nbytes
-    assert_bytes_equal(read_file(full), case.expected, case.dtype)
 
 
 @pytest.mark.parametrize("path", ARRAY_PATHS)
@@ -388,15 +356,8 @@ def test_consolidated_metadata_is_used_for_listing(tmp_path):
     members = v3.build_consolidated(tmp_path / "c.zarr")
     assert "late" not in members and (tmp_path / "c.zarr" / "late" / "zarr.json").is_file()
     with mounted(tmp_path / "c.zarr", tag="v3cons") as m:
-        seen = {}
-        for dirpath, dirnames, filenames in os.walk(m.path):
-            rel = os.path.relpath(dirpath, m.path)
-            rel = "" if rel == "." else rel
-            for d in dirnames:
-                seen[os.path.join(rel, d) if rel else d] = "group"
-            for f in filenames:
-                seen[os.path.join(rel, f) if rel else f] = "array"
-        assert seen == {p: kind for p, (kind, _) in members.items()}
+        kinds = {"group": "dir", "array": "file"}
+        assert common.listed_kinds(m.path) == {p: kinds[kind] for p, (kind, _) in members.items()}
         for path, (kind, value) in members.items():
             full = m.p(path)
             if kind == "array":

@@ -11,17 +11,26 @@ def run(fn, *args):
     return trio.run(fn, *args)
 
 
+def slow_loader(calls: list, result=None, error: Exception | None = None):
+    """A loader that counts its calls in ``calls`` and sleeps before it returns ``result``
+    (or raises ``error``), so that concurrent gets of its key find its load under way."""
+
+    async def loader():
+        calls.append(1)
+        await trio.sleep(0.01)
+        if error is not None:
+            raise error
+        return result
+
+    return loader
+
+
 def test_concurrent_gets_load_once():
     calls = []
 
     async def main():
         cache = ChunkCache(1000)
-
-        async def loader():
-            calls.append(1)
-            await trio.sleep(0.01)
-            return "value", 10
-
+        loader = slow_loader(calls, result=("value", 10))
         results = []
         async with trio.open_nursery() as n:
             for _ in range(5):
@@ -76,12 +85,7 @@ def test_failure_reaches_waiters_and_is_not_cached():
 
     async def main():
         cache = ChunkCache(100)
-
-        async def failing():
-            attempts.append(1)
-            await trio.sleep(0.01)
-            raise ValueError("corrupt")
-
+        failing = slow_loader(attempts, error=ValueError("corrupt"))
         errors = []
 
         async def get():
