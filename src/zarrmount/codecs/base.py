@@ -30,6 +30,8 @@ class ChunkDecodeError(Exception):
 
 def get_numcodec(config: dict) -> numcodecs.abc.Codec:
     """A numcodecs codec from its ``{"id": ..., ...}`` configuration."""
+    if not isinstance(config, dict):
+        raise CodecError(f"codec configuration {config!r} is not an object")
     try:
         return numcodecs.get_codec(dict(config))
     except Exception as e:
