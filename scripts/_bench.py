@@ -174,9 +174,7 @@ class Run:
             wait_for_loads(self.mnt)
             drop_caches()
             before = daemon_stats(self.mnt)
-            ours, ceiling = random_latencies_paired(
-                [path, self.ceiling_mnt / "file"], self.offsets
-            )
+            ours, ceiling = random_latencies_paired([path, self.ceiling_mnt / "file"], self.offsets)
             after = daemon_stats(self.mnt)
         for name, lat in ((variant, ours), (CEILING, ceiling)):
             self.record(name, "p50_us", percentile(lat, 50) * 1e6)
@@ -186,13 +184,16 @@ class Run:
         self.record(variant, "p50_ratio", percentile(ours, 50) / percentile(ceiling, 50))
         served = ""
         if before is not None and after is not None:  # were the chunks really cached?
-            hits, misses, parts = (after[k] - before[k] for k in
-                                   ("cache_hits", "cache_misses", "cache_partial_reads"))
+            hits, misses, parts = (
+                after[k] - before[k] for k in ("cache_hits", "cache_misses", "cache_partial_reads")
+            )
             served = f"   (chunk cache: {hits} hits, {misses} misses, {parts} read in part)"
         for name, lat in ((variant, ours), (CEILING, ceiling)):
             p50, p99 = percentile(lat, 50) * 1e6, percentile(lat, 99) * 1e6
-            log(f"  {name:<10} random 4 KiB: p50 {p50:6.1f} us   p99 {p99:6.1f} us"
-                + (served if name == variant else f"   (paired with {variant})"))
+            log(
+                f"  {name:<10} random 4 KiB: p50 {p50:6.1f} us   p99 {p99:6.1f} us"
+                + (served if name == variant else f"   (paired with {variant})")
+            )
 
     def ceiling(self) -> None:
         with CeilingMount(self.mnt, self.nbytes, CEILING_READ_AHEAD_KB) as c:

@@ -87,10 +87,18 @@ def _build_bad(path):
 # ``live_main`` / ``live_bad``: the session mount, checked to be alive before and after the
 # test (clear failure if the daemon died in an earlier test).
 main_hierarchy, main_mount, live_main = mounted_hierarchy_fixtures(
-    _build_main, "zarr-main", "data.zarr", "main",
-    names=("main_hierarchy", "main_mount", "live_main"), scope="session",
+    _build_main,
+    "zarr-main",
+    "data.zarr",
+    "main",
+    names=("main_hierarchy", "main_mount", "live_main"),
+    scope="session",
 )
 bad_hierarchy, bad_mount, live_bad = mounted_hierarchy_fixtures(
-    _build_bad, "zarr-bad", "bad.zarr", "bad",
-    names=("bad_hierarchy", "bad_mount", "live_bad"), scope="session",
+    _build_bad,
+    "zarr-bad",
+    "bad.zarr",
+    "bad",
+    names=("bad_hierarchy", "bad_mount", "live_bad"),
+    scope="session",
 )

@@ -115,8 +115,11 @@ def _options(args: argparse.Namespace) -> MountOptions:
         raise CommandError(str(e)) from None
     if not options.read_only and not options.writable and _run_by_mount():
         # mount(8) passes "rw" unless told "ro": only "writable" means what it says there
-        print("zarrmount: mounted read-only: through mount(8) and fstab, read-write needs "
-              "-o writable", file=sys.stderr)
+        print(
+            "zarrmount: mounted read-only: through mount(8) and fstab, read-write needs "
+            "-o writable",
+            file=sys.stderr,
+        )
         options.read_only = True
     return options
 

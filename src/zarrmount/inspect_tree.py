@@ -26,9 +26,15 @@ def describe(node: Node) -> dict[str, Any]:
     if isinstance(node, HiddenNode):
         return {"path": node.path, "type": node.kind, "shown": False, "reason": node.reason}
     if isinstance(node, GroupNode):
-        return {"path": node.path, "type": "group", "shown": True, "zarr_format": node.zarr_format,
-                "implicit": node.implicit, "attributes": node.attributes,
-                **_conventions(node.attributes)}
+        return {
+            "path": node.path,
+            "type": "group",
+            "shown": True,
+            "zarr_format": node.zarr_format,
+            "implicit": node.implicit,
+            "attributes": node.attributes,
+            **_conventions(node.attributes),
+        }
     meta = node.meta
     return _conventions(meta.attributes) | {
         "path": node.path,
@@ -78,8 +84,10 @@ def _line(d: dict[str, Any]) -> str:
     if d["shards"]:
         chunks += " in shards " + "x".join(map(str, d["shards"]))
     # The file as the mount shows it: a root array is the file ``array`` in the mount root.
-    return (f"{name}  file MNT/{_printable(d['file'])}  v{d['format']} {d['dtype']} {shape} "
-            f"chunks {chunks} codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}")
+    return (
+        f"{name}  file MNT/{_printable(d['file'])}  v{d['format']} {d['dtype']} {shape} "
+        f"chunks {chunks} codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}"
+    )
 
 
 def inspect(dialect: Dialect, root: Node, as_json: bool) -> str:

@@ -59,9 +59,7 @@ def touched_ranges(
     return [_chunk_ranges(lo, hi, chunks) for lo, hi in c_order_boxes(shape, start, stop)]
 
 
-def count_touched(
-    shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int
-) -> int:
+def count_touched(shape: tuple[int, ...], chunks: tuple[int, ...], start: int, stop: int) -> int:
     """How many (chunk, box) pairs elements ``[start, stop)`` touch: the size of their
     plan, found without making it (a chunk met by two boxes counts twice)."""
     return sum(math.prod(map(len, r)) for r in touched_ranges(shape, chunks, start, stop))

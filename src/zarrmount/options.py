@@ -16,9 +16,26 @@ from typing import Any
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # Options that mount(8) and mount.fuse3 add on their own; accepted and ignored.
-PASSIVE = ("defaults", "auto", "noauto", "nofail", "user", "users", "nouser", "_netdev",
-           "dev", "nodev", "suid", "nosuid", "exec", "noexec", "atime", "noatime",
-           "relatime", "x-*")
+PASSIVE = (
+    "defaults",
+    "auto",
+    "noauto",
+    "nofail",
+    "user",
+    "users",
+    "nouser",
+    "_netdev",
+    "dev",
+    "nodev",
+    "suid",
+    "nosuid",
+    "exec",
+    "noexec",
+    "atime",
+    "noatime",
+    "relatime",
+    "x-*",
+)
 
 
 class OptionError(ValueError):
@@ -148,35 +165,67 @@ def _storage_option(o: MountOptions, name: str, text: str) -> None:
 
 OPTIONS: tuple[Option, ...] = (
     Option("ro", "read-only (the default)", _flag("read_only"), False),
-    Option("rw", "read-write: writes change the arrays in the store", _flag("read_only", False),
-           False),
-    Option("writable", "read-write, also through mount(8) and fstab (where rw is ignored)",
-           lambda o, _n, _v: (setattr(o, "writable", True), setattr(o, "read_only", False)),
-           False),
+    Option(
+        "rw", "read-write: writes change the arrays in the store", _flag("read_only", False), False
+    ),
+    Option(
+        "writable",
+        "read-write, also through mount(8) and fstab (where rw is ignored)",
+        lambda o, _n, _v: (setattr(o, "writable", True), setattr(o, "read_only", False)),
+        False,
+    ),
     Option("cache_size=SIZE", "decoded-chunk cache budget, suffixes K/M/G (default 512M)", _size),
-    Option("write_empty_chunks", "with rw: store chunks that are all fill value",
-           _flag("write_empty_chunks"), False),
-    Option("nolock", "with rw: mount even while another rw mount holds the store",
-           _flag("nolock"), False),
-    Option("writeback_delay=SECONDS", "with rw: how long written data may wait (default 5)",
-           _number("writeback_delay", float, 0)),
-    Option("read_ahead_kb=N", "kernel read-ahead of the mount (default 1024 as root)",
-           _number("read_ahead_kb", int, 0)),
-    Option("direct_io", "bypass the kernel page cache (no shared mmap)", _flag("direct_io"),
-           False),
-    Option("timeout=SECONDS", "remote stores: time one request may take (default 30)",
-           _number("timeout", float, 0, low_ok=False)),
-    Option("max_fetches=N", "concurrent store requests (default 16 local, 64 remote)",
-           _number("max_fetches", int, 1)),
-    Option("so.KEY=VALUE", "an fsspec storage option (repeatable; JSON values allowed)",
-           _storage_option),
+    Option(
+        "write_empty_chunks",
+        "with rw: store chunks that are all fill value",
+        _flag("write_empty_chunks"),
+        False,
+    ),
+    Option(
+        "nolock",
+        "with rw: mount even while another rw mount holds the store",
+        _flag("nolock"),
+        False,
+    ),
+    Option(
+        "writeback_delay=SECONDS",
+        "with rw: how long written data may wait (default 5)",
+        _number("writeback_delay", float, 0),
+    ),
+    Option(
+        "read_ahead_kb=N",
+        "kernel read-ahead of the mount (default 1024 as root)",
+        _number("read_ahead_kb", int, 0),
+    ),
+    Option("direct_io", "bypass the kernel page cache (no shared mmap)", _flag("direct_io"), False),
+    Option(
+        "timeout=SECONDS",
+        "remote stores: time one request may take (default 30)",
+        _number("timeout", float, 0, low_ok=False),
+    ),
+    Option(
+        "max_fetches=N",
+        "concurrent store requests (default 16 local, 64 remote)",
+        _number("max_fetches", int, 1),
+    ),
+    Option(
+        "so.KEY=VALUE",
+        "an fsspec storage option (repeatable; JSON values allowed)",
+        _storage_option,
+    ),
     Option("allow_other", "let other users use the mount", _flag("allow_other"), False),
     Option("uid=N", "owner of every file and directory", _number("uid", int, 0)),
     Option("gid=N", "group of every file and directory", _number("gid", int, 0)),
-    Option("umask=OCT", "permission bits to clear (default 022)",
-           lambda o, _n, v: setattr(o, "umask", int(v, 8) & 0o777)),
-    Option("log=PATH", "append the daemon's log to PATH",
-           lambda o, _n, v: setattr(o, "log_file", os.path.abspath(v))),
+    Option(
+        "umask=OCT",
+        "permission bits to clear (default 022)",
+        lambda o, _n, v: setattr(o, "umask", int(v, 8) & 0o777),
+    ),
+    Option(
+        "log=PATH",
+        "append the daemon's log to PATH",
+        lambda o, _n, v: setattr(o, "log_file", os.path.abspath(v)),
+    ),
 )
 
 

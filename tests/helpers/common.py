@@ -40,8 +40,13 @@ from helpers.remote_servers import (
 
 
 def mounted_hierarchy_fixtures(
-    build: Callable, dirname: str, filename: str, tag: str,
-    *, names: tuple[str, str, str], scope: str = "module",
+    build: Callable,
+    dirname: str,
+    filename: str,
+    tag: str,
+    *,
+    names: tuple[str, str, str],
+    scope: str = "module",
 ) -> tuple:
     """Three fixtures, named ``names`` = (hierarchy, mount, live): the hierarchy written once
     by ``build(<tmp dirname>/filename)``, mounted once, and that mount checked alive before

@@ -133,14 +133,20 @@ def write_xarray(corpus: Corpus) -> None:
             path = _store(corpus, XARRAY, f"xarray-v{zarr_format}-{kind}")
             chunked = ds.chunk({"time": 2, "y": 3})  # dask arrays: chunks become zarr chunks
             chunked.isel(time=slice(0, 2)).to_zarr(
-                path, mode="w", zarr_format=zarr_format, consolidated=consolidated,
+                path,
+                mode="w",
+                zarr_format=zarr_format,
+                consolidated=consolidated,
                 encoding=encoding,
             )
             later = chunked.isel(time=slice(2, None))
             # only what has the appended dimension: the rest is already there
             later = later.drop_vars([k for k, v in later.variables.items() if "time" not in v.dims])
             later.to_zarr(
-                path, append_dim="time", zarr_format=zarr_format, consolidated=consolidated,
+                path,
+                append_dim="time",
+                zarr_format=zarr_format,
+                consolidated=consolidated,
             )
     for zarr_format in (2, 3):
         path = _store(corpus, XARRAY, f"xarray-datatree-v{zarr_format}")
@@ -148,16 +154,18 @@ def write_xarray(corpus: Corpus) -> None:
             {
                 "/": ds[["counts"]],
                 "/surface": ds[["temp", "flag"]],
-                "/surface/derived/daily": ds[["sparse", "lag"]].isel(time=slice(0, 3)).rename(
-                    time="day"
-                ),
+                "/surface/derived/daily": ds[["sparse", "lag"]]
+                .isel(time=slice(0, 3))
+                .rename(time="day"),
                 "/empty/leaf": xr.Dataset({"scalar": ((), np.float32(1.5))}),
             }
         )
         tree.to_zarr(path, mode="w", zarr_format=zarr_format, consolidated=zarr_format == 2)
     path = _store(corpus, XARRAY, "xarray-shards-v3")
     ds[["temp", "counts"]].to_zarr(
-        path, mode="w", zarr_format=3,
+        path,
+        mode="w",
+        zarr_format=3,
         encoding={
             "temp": {"chunks": (1, 3, 5), "shards": (2, 6, 5)},
             "counts": {"chunks": (2, 5), "shards": (6, 5)},
@@ -187,11 +195,21 @@ def write_ome_zarr(corpus: Corpus) -> None:
         path = _store(corpus, OME_ZARR, f"ome-zarr-{version}")
         root = zarr.open_group(path, mode="w", zarr_format=fmt.zarr_format)
         write_image(
-            image, root, axes="czyx", fmt=fmt, scale_factors=(2, 4),
+            image,
+            root,
+            axes="czyx",
+            fmt=fmt,
+            scale_factors=(2, 4),
             storage_options={"chunks": (1, 2, 16, 16)},
         )
         write_labels(
-            labels, root, name="cells", axes="zyx", fmt=fmt, scaler=None, scale_factors=(2,),
+            labels,
+            root,
+            name="cells",
+            axes="zyx",
+            fmt=fmt,
+            scaler=None,
+            scale_factors=(2,),
             label_metadata={"colors": [{"label-value": 1, "rgba": [255, 0, 0, 255]}]},
         )
 
@@ -210,7 +228,8 @@ def _anndata():
         {
             "cell_type": pd.Categorical(rng.choice(["B", "T", "NK"], n_obs)),
             "stage": pd.Categorical(
-                rng.choice(["lo", "mid", "hi"], n_obs), categories=["lo", "mid", "hi"],
+                rng.choice(["lo", "mid", "hi"], n_obs),
+                categories=["lo", "mid", "hi"],
                 ordered=True,
             ),
             "n_genes": pd.array(rng.integers(0, 100, n_obs), dtype="Int32"),
@@ -333,8 +352,13 @@ def _placement(codec) -> str:
 
 def _write_with(group, name: str, data: np.ndarray, codec, **kw) -> None:
     arr = group.create_array(
-        name, shape=data.shape, dtype=data.dtype, chunks=kw.pop("chunks", CHUNKS),
-        fill_value=kw.pop("fill_value", 0), **{_placement(codec): codec}, **kw,
+        name,
+        shape=data.shape,
+        dtype=data.dtype,
+        chunks=kw.pop("chunks", CHUNKS),
+        fill_value=kw.pop("fill_value", 0),
+        **{_placement(codec): codec},
+        **kw,
     )
     arr[...] = data
     # written is not enough: the codec must also read back what it wrote (a codec missing a
@@ -376,9 +400,12 @@ def write_numcodecs_zarr3(corpus: Corpus) -> None:
                 *([codec] if place == "compressors" else []),
             ]
             _write_with(
-                sharded, array_name, _codec_data(dtype, seed),
+                sharded,
+                array_name,
+                _codec_data(dtype, seed),
                 ShardingCodec(chunk_shape=(4, 5), codecs=codecs),
-                chunks=(8, 10), compressors=None,  # sharding alone: inner chunks are read
+                chunks=(8, 10),
+                compressors=None,  # sharding alone: inner chunks are read
             )
             corpus.codec_arrays.setdefault("numcodecs-zarr3-sharded", {})[array_name] = name
         except Exception as e:  # noqa: BLE001
@@ -387,13 +414,23 @@ def write_numcodecs_zarr3(corpus: Corpus) -> None:
     # Chains: several array-to-array codecs, then several bytes-to-bytes ones.
     chains = {
         "chain_delta_shuffle_zstd_crc32": (
-            ["Delta"], ["Shuffle", "Zstd", "CRC32"], "i4", {"Shuffle": {"elementsize": 4}},
+            ["Delta"],
+            ["Shuffle", "Zstd", "CRC32"],
+            "i4",
+            {"Shuffle": {"elementsize": 4}},
         ),
         "chain_fso_astype_blosc_adler": (
-            ["FixedScaleOffset"], ["Blosc", "Adler32"], "f8", {},
+            ["FixedScaleOffset"],
+            ["Blosc", "Adler32"],
+            "f8",
+            {},
         ),
-        "chain_quantize_bitround_lz4": (["Quantize", "BitRound"], ["LZ4"], "f8",
-                                        {"BitRound": {"keepbits": 20}}),
+        "chain_quantize_bitround_lz4": (
+            ["Quantize", "BitRound"],
+            ["LZ4"],
+            "f8",
+            {"BitRound": {"keepbits": 20}},
+        ),
     }
     for array_name, (filters, compressors, dtype, overrides) in chains.items():
         if not all(n in usable for n in (*filters, *compressors)):
@@ -405,23 +442,34 @@ def write_numcodecs_zarr3(corpus: Corpus) -> None:
         ]
         data = _codec_data(dtype, len(array_name))
         arr = plain.create_array(
-            array_name, shape=data.shape, dtype=data.dtype, chunks=CHUNKS, fill_value=0,
-            filters=make[: len(filters)], compressors=make[len(filters) :],
+            array_name,
+            shape=data.shape,
+            dtype=data.dtype,
+            chunks=CHUNKS,
+            fill_value=0,
+            filters=make[: len(filters)],
+            compressors=make[len(filters) :],
         )
         arr[...] = data
     # The byte order, dates and fill values that zarr-python's own codecs and types keep.
     if "Zstd" in usable:
         data = _ints(SHAPE, 99, ">i4")
         arr = plain.create_array(
-            "big_endian_zstd", shape=SHAPE, dtype=">i4", chunks=CHUNKS, fill_value=-1,
-            serializer=BytesCodec(endian="big"), compressors=[usable["Zstd"]],
+            "big_endian_zstd",
+            shape=SHAPE,
+            dtype=">i4",
+            chunks=CHUNKS,
+            fill_value=-1,
+            serializer=BytesCodec(endian="big"),
+            compressors=[usable["Zstd"]],
         )
         arr[...] = data
     stamps = np.datetime64("2024-02-28T23:00", "ns") + np.arange(30).astype("m8[h]")
     plain.create_array("datetime_ns", data=stamps.reshape(5, 6), chunks=(2, 4))
     plain.create_array("timedelta_s", data=np.arange(-5, 25).astype("m8[s]"), chunks=(7,))
-    part = plain.create_array("partly_written", shape=SHAPE, dtype="f4", chunks=CHUNKS,
-                              fill_value=float("nan"))
+    part = plain.create_array(
+        "partly_written", shape=SHAPE, dtype="f4", chunks=CHUNKS, fill_value=float("nan")
+    )
     part[:8, :5] = 1.25  # one chunk stored, the others read as the NaN fill value
 
 
@@ -440,10 +488,21 @@ def write_numcodecs_v2(corpus: Corpus) -> None:
             codec = numcodecs.get_codec({"id": codec_id, **config})
             data = _codec_data(dtype, seed)
             # array-to-array codecs are filters, the rest the compressor
-            is_filter = name in ("AsType", "BitRound", "Delta", "FixedScaleOffset", "PackBits",
-                                 "Quantize", "Shuffle")
+            is_filter = name in (
+                "AsType",
+                "BitRound",
+                "Delta",
+                "FixedScaleOffset",
+                "PackBits",
+                "Quantize",
+                "Shuffle",
+            )
             arr = group.create_array(
-                codec_id, shape=data.shape, dtype=data.dtype, chunks=CHUNKS, fill_value=0,
+                codec_id,
+                shape=data.shape,
+                dtype=data.dtype,
+                chunks=CHUNKS,
+                fill_value=0,
                 filters=[codec] if is_filter else None,
                 compressors=None if is_filter else codec,
                 chunk_key_encoding={"name": "v2", "separator": "/" if seed % 2 else "."},
@@ -468,9 +527,16 @@ def write_root_array(corpus: Corpus) -> None:
     data = _ints((9, 10), 5, "i8")
     with _quiet():
         arr = zarr.create_array(
-            path, shape=data.shape, dtype=data.dtype, chunks=(4, 4), fill_value=3,
-            filters=[Delta(dtype="i8")], serializer=BytesCodec(), compressors=[Zlib(level=1)],
-            dimension_names=["row", "col"], attributes={"units": "m"},
+            path,
+            shape=data.shape,
+            dtype=data.dtype,
+            chunks=(4, 4),
+            fill_value=3,
+            filters=[Delta(dtype="i8")],
+            serializer=BytesCodec(),
+            compressors=[Zlib(level=1)],
+            dimension_names=["row", "col"],
+            attributes={"units": "m"},
         )
     arr[...] = data
 
@@ -571,12 +637,20 @@ def oracle_arrays(path: Path | str) -> list[OracleArray]:
     with _quiet():
         try:
             group = zarr.open_group(path, mode="r")
-        except (zarr.errors.GroupNotFoundError, zarr.errors.ContainsArrayError,
-                FileNotFoundError, ValueError, TypeError):
+        except (
+            zarr.errors.GroupNotFoundError,
+            zarr.errors.ContainsArrayError,
+            FileNotFoundError,
+            ValueError,
+            TypeError,
+        ):
             return [OracleArray("", zarr.open_array(path, mode="r"))]
         return sorted(
-            (OracleArray(name, node) for name, node in group.members(max_depth=None)
-             if isinstance(node, zarr.Array)),
+            (
+                OracleArray(name, node)
+                for name, node in group.members(max_depth=None)
+                if isinstance(node, zarr.Array)
+            ),
             key=lambda a: a.path,
         )
 

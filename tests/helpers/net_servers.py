@@ -27,15 +27,23 @@ sys.stdin.read()
 s.stop()
 """
 
-S3_ENV = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-          "AWS_DEFAULT_REGION": "us-east-1"}
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "test",
+    "AWS_SECRET_ACCESS_KEY": "test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 @contextmanager
 def moto_server() -> Iterator[str]:
     """A moto S3 endpoint in its own process; yields its URL."""
-    proc = subprocess.Popen([sys.executable, "-c", MOTO], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MOTO],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = ""
         deadline = time.monotonic() + 60
@@ -162,8 +170,10 @@ class FaultProxy:
             return
         if faulty and self.mode in ("fail503", "forbid"):
             code = 503 if self.mode == "fail503" else 403
-            payload = (f"<Error><Code>{'SlowDown' if code == 503 else 'AccessDenied'}</Code>"
-                       f"<Message>injected</Message></Error>").encode()
+            payload = (
+                f"<Error><Code>{'SlowDown' if code == 503 else 'AccessDenied'}</Code>"
+                f"<Message>injected</Message></Error>"
+            ).encode()
             req.send_response(code)
             req.send_header("Content-Type", "application/xml")
             req.send_header("Content-Length", str(len(payload)))

@@ -184,7 +184,10 @@ def s3fs_for(endpoint: str):
     import s3fs
 
     return s3fs.S3FileSystem(
-        endpoint_url=endpoint, key="x", secret="x", skip_instance_cache=True,
+        endpoint_url=endpoint,
+        key="x",
+        secret="x",
+        skip_instance_cache=True,
         use_listings_cache=False,
     )
 
@@ -194,8 +197,13 @@ def zarr_s3_store(url: str, endpoint: str, read_only: bool = False):
 
     return zarr.storage.FsspecStore.from_url(
         url,
-        storage_options={"endpoint_url": endpoint, "key": "x", "secret": "x",
-                         "skip_instance_cache": True, "use_listings_cache": False},
+        storage_options={
+            "endpoint_url": endpoint,
+            "key": "x",
+            "secret": "x",
+            "skip_instance_cache": True,
+            "use_listings_cache": False,
+        },
         read_only=read_only,
     )
 
@@ -404,10 +412,24 @@ class RangeHTTPServer:
 # Fault-injecting proxy
 # ---------------------------------------------------------------------------------------
 
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
-               "transfer-encoding", "upgrade", "expect"}
-_ERROR_CODES = {403: "AccessDenied", 404: "NoSuchKey", 429: "SlowDown", 500: "InternalError",
-                502: "BadGateway", 503: "SlowDown"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+}
+_ERROR_CODES = {
+    403: "AccessDenied",
+    404: "NoSuchKey",
+    429: "SlowDown",
+    500: "InternalError",
+    502: "BadGateway",
+    503: "SlowDown",
+}
 
 
 @dataclass
@@ -505,9 +527,17 @@ class FaultProxy:
 
     # -- control ---------------------------------------------------------------
 
-    def set(self, mode: str = "pass", match: str = "", *, methods=("GET",),
-            count: int | None = None, status: int = 503, fraction: float = 0.5,
-            code: str | None = None) -> Rule:
+    def set(
+        self,
+        mode: str = "pass",
+        match: str = "",
+        *,
+        methods=("GET",),
+        count: int | None = None,
+        status: int = 503,
+        fraction: float = 0.5,
+        code: str | None = None,
+    ) -> Rule:
         assert mode in ("pass", "status", "reset", "stall"), mode
         rule = Rule(mode, match, tuple(methods), count, status, fraction, code)
         with self._lock:
@@ -533,12 +563,20 @@ class FaultProxy:
         """:attr:`requests` but those for an rw mount's writer lease object."""
         return [r for r in self.requests if not r.is_lease]
 
-    def count(self, method: str | None = None, match: str = "", outcome: str | None = None,
-              *, lease: bool = True) -> int:
+    def count(
+        self,
+        method: str | None = None,
+        match: str = "",
+        outcome: str | None = None,
+        *,
+        lease: bool = True,
+    ) -> int:
         """How many logged requests match; ``lease=False`` leaves out the writer lease's."""
         return sum(
-            1 for r in (self.requests if lease else self.data_requests)
-            if (method is None or r.method == method) and re.search(match, r.path)
+            1
+            for r in (self.requests if lease else self.data_requests)
+            if (method is None or r.method == method)
+            and re.search(match, r.path)
             and (outcome is None or r.outcome == outcome)
         )
 
@@ -555,7 +593,8 @@ class FaultProxy:
     def _log(self, req, outcome: str, nbytes: int = 0) -> None:
         with self._lock:
             self._requests.append(
-                Request(req.command, req.path, req.headers.get("Range"), outcome, nbytes))
+                Request(req.command, req.path, req.headers.get("Range"), outcome, nbytes)
+            )
 
     def _handle(self, req: _ProxyHandler) -> None:
         with self._lock:
@@ -582,11 +621,16 @@ class FaultProxy:
             return
         if rule is not None and rule.mode == "status":
             code = rule.status
-            payload = b"" if req.command == "HEAD" else (
-                f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
-                f"{rule.code or _ERROR_CODES.get(code, 'Error')}</Code>"
-                f"<Message>injected by the test proxy</Message>"
-                f"<Resource>{req.path}</Resource></Error>").encode()
+            payload = (
+                b""
+                if req.command == "HEAD"
+                else (
+                    f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>'
+                    f"{rule.code or _ERROR_CODES.get(code, 'Error')}</Code>"
+                    f"<Message>injected by the test proxy</Message>"
+                    f"<Resource>{req.path}</Resource></Error>"
+                ).encode()
+            )
             self._log(req, str(code))
             req.send_response(code)
             req.send_header("Content-Type", "application/xml")
@@ -677,15 +721,26 @@ def write_v2(store, consolidated: bool) -> None:
     import zarr
 
     root = zarr.open_group(store, mode="w", zarr_format=2, attributes={"kind": "v2"})
-    a = root.create_array("ints", shape=(200, 300), chunks=(64, 64), dtype="<i4",
-                          compressors=numcodecs.Blosc(cname="lz4", shuffle=1))
+    a = root.create_array(
+        "ints",
+        shape=(200, 300),
+        chunks=(64, 64),
+        dtype="<i4",
+        compressors=numcodecs.Blosc(cname="lz4", shuffle=1),
+    )
     a[:] = DATA["v2/ints"]
     sub = root.create_group("grp").create_group("sub")
-    f = sub.create_array("floats", shape=(37, 19, 23), chunks=(10, 8, 9), dtype="<f8",
-                         compressors=numcodecs.Zlib(level=3))
+    f = sub.create_array(
+        "floats",
+        shape=(37, 19, 23),
+        chunks=(10, 8, 9),
+        dtype="<f8",
+        compressors=numcodecs.Zlib(level=3),
+    )
     f[:] = DATA["v2/grp/sub/floats"]
-    o = root.create_array("fortran", shape=(50, 70), chunks=(16, 32), dtype="<u2", order="F",
-                          compressors=None)
+    o = root.create_array(
+        "fortran", shape=(50, 70), chunks=(16, 32), dtype="<u2", order="F", compressors=None
+    )
     o[:] = DATA["v2/fortran"]
     b = root.create_array("bigend", shape=(333,), chunks=(100,), dtype=">f4")
     b[:] = DATA["v2/bigend"]
@@ -702,21 +757,27 @@ def write_v3(store, consolidated: bool) -> None:
     from zarr.codecs import BytesCodec, ZstdCodec
 
     root = zarr.open_group(store, mode="w", zarr_format=3, attributes={"kind": "v3"})
-    p = root.create_array("plain", shape=(130, 70), chunks=(32, 32), dtype="<f8",
-                          compressors=ZstdCodec(level=1))
+    p = root.create_array(
+        "plain", shape=(130, 70), chunks=(32, 32), dtype="<f8", compressors=ZstdCodec(level=1)
+    )
     p[:] = DATA["v3/plain"]
     sub = root.create_group("sub")
-    sh = sub.create_array("sharded", shape=(100, 90), chunks=(16, 16), shards=(64, 64),
-                          dtype="<u2")
+    sh = sub.create_array("sharded", shape=(100, 90), chunks=(16, 16), shards=(64, 64), dtype="<u2")
     sh[:] = DATA["v3/sub/sharded"]
-    sp = sub.create_array("sparse_sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32),
-                          dtype="<i4", fill_value=-1)
+    sp = sub.create_array(
+        "sparse_sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="<i4", fill_value=-1
+    )
     sp[0:8, 0:8] = DATA["v3/sub/sparse_sharded"][0:8, 0:8]
-    be = root.create_array("bigend", shape=(45, 31), chunks=(20, 20), dtype="<i8",
-                           serializer=BytesCodec(endian="big"), compressors=None)
+    be = root.create_array(
+        "bigend",
+        shape=(45, 31),
+        chunks=(20, 20),
+        dtype="<i8",
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     be[:] = DATA["v3/bigend"]
-    u = root.create_array("bytes_only", shape=(1000,), chunks=(128,), dtype="u1",
-                          compressors=None)
+    u = root.create_array("bytes_only", shape=(1000,), chunks=(128,), dtype="u1", compressors=None)
     u[:] = DATA["v3/bytes_only"]
     if consolidated:
         import warnings
@@ -741,8 +802,9 @@ def expected_bytes(oracle_group, kind: str, name: str, file_path: str | os.PathL
     arr = oracle_group[name][:]
     label = os.getxattr(file_path, "user.zarr.dtype").decode()
     dtype = np.dtype(json.loads(label) if label.startswith("[") else label)
-    np.testing.assert_array_equal(arr, DATA[f"{kind}/{name}"],
-                                  err_msg=f"oracle disagrees on {kind}/{name}")
+    np.testing.assert_array_equal(
+        arr, DATA[f"{kind}/{name}"], err_msg=f"oracle disagrees on {kind}/{name}"
+    )
     return np.ascontiguousarray(arr.astype(dtype)).tobytes()
 
 

@@ -170,9 +170,7 @@ class Target:
         return out
 
 
-def run_phase(
-    paths: dict[str, str], targets: list[Target], seconds: float, seed: int
-) -> Report:
+def run_phase(paths: dict[str, str], targets: list[Target], seconds: float, seed: int) -> Report:
     """All the workers of every target for ``seconds``, each in its own process."""
     for t in targets:
         _INITIAL[t.name] = t.initial

@@ -198,7 +198,12 @@ def finish_zarr(root: Path, case: V3Array) -> None:
     """Fill ``case`` with zarr-python's view of the array at ``case.path``."""
     expected, dt, chunks, shards, doc = zarr_oracle(root, case.path)
     case.expected, case.dtype, case.chunks, case.shards, case.doc = (
-        expected, dt, chunks, shards, doc)
+        expected,
+        dt,
+        chunks,
+        shards,
+        doc,
+    )
     case.shape = tuple(doc["shape"])
 
 
@@ -989,16 +994,30 @@ def _build_v3_main(root: str | os.PathLike | None) -> V3Hierarchy:
 
     # names that are safe path components but unusual
     for name in ("with space", "ünïcödé 漢字", "dots.in.name", "c"):
-        b.zarr_array(f"names/{name}", make_data(np.dtype("<u2"), (3, 4), rng), chunks=(2, 2),
-                     tags={"names"})
+        b.zarr_array(
+            f"names/{name}", make_data(np.dtype("<u2"), (3, 4), rng), chunks=(2, 2), tags={"names"}
+        )
 
     # chunks / shards larger than the whole array
-    b.zarr_array("edge/chunk_bigger_than_array", make_data(np.dtype("<f8"), (3, 5), rng),
-                 chunks=(8, 8), tags={"edge"})
-    b.zarr_array("edge/shard_bigger_than_array", make_data(np.dtype("<i2"), (5, 7), rng),
-                 chunks=(8, 4), shards=(16, 16), tags={"edge", "shard"})
-    b.zarr_array("edge/one_element_chunks", make_data(np.dtype("<u4"), (3, 4), rng),
-                 chunks=(1, 1), tags={"edge"})
+    b.zarr_array(
+        "edge/chunk_bigger_than_array",
+        make_data(np.dtype("<f8"), (3, 5), rng),
+        chunks=(8, 8),
+        tags={"edge"},
+    )
+    b.zarr_array(
+        "edge/shard_bigger_than_array",
+        make_data(np.dtype("<i2"), (5, 7), rng),
+        chunks=(8, 4),
+        shards=(16, 16),
+        tags={"edge", "shard"},
+    )
+    b.zarr_array(
+        "edge/one_element_chunks",
+        make_data(np.dtype("<u4"), (3, 4), rng),
+        chunks=(1, 1),
+        tags={"edge"},
+    )
 
     # the smallest documents the spec allows: no attributes, no dimension_names, no
     # storage_transformers; a group document with only zarr_format and node_type
@@ -1257,8 +1276,13 @@ def _build_v3_main(root: str | os.PathLike | None) -> V3Hierarchy:
     if not b.dry:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            orphan = zarr.create_array(str(b.root / "orphan_dir" / "deep"), name="arr",
-                                       shape=(2,), dtype="<u1", zarr_format=3)
+            orphan = zarr.create_array(
+                str(b.root / "orphan_dir" / "deep"),
+                name="arr",
+                shape=(2,),
+                dtype="<u1",
+                zarr_format=3,
+            )
             orphan[:] = [1, 2]
         assert not (b.root / "orphan_dir" / "zarr.json").exists()
         (b.root / "stray_file.txt").write_text("not zarr")
@@ -1275,8 +1299,11 @@ def relayout_shard(raw: bytes, n: int, location: str, gap: bytes = b"\xa5" * 37)
     enc = raw[-size:] if location == "end" else raw[:size]
     index = np.frombuffer(enc[:-4], "<u8").reshape(n, 2)
     assert _crc32c(enc[:-4]) == enc[-4:]
-    pieces = {i: raw[int(o):int(o) + int(ln)] for i, (o, ln) in enumerate(index)
-              if not (o == 2**64 - 1 and ln == 2**64 - 1)}
+    pieces = {
+        i: raw[int(o) : int(o) + int(ln)]
+        for i, (o, ln) in enumerate(index)
+        if not (o == 2**64 - 1 and ln == 2**64 - 1)
+    }
     new_index = np.full((n, 2), 2**64 - 1, dtype="<u8")
     body = b""
     base = size if location == "start" else 0
@@ -1464,7 +1491,10 @@ def build_v3_bad(root: str | os.PathLike | None) -> V3Hierarchy:
             )
             s[:] = np.array(["a", "bb", "", "dddd"])
             v = zarr.create_array(
-                str(rootp), name="bad/vlen_bytes", shape=(3,), dtype=VariableLengthBytes(),
+                str(rootp),
+                name="bad/vlen_bytes",
+                shape=(3,),
+                dtype=VariableLengthBytes(),
                 zarr_format=3,
             )
             v[:] = np.array([b"x", b"yy", b""], dtype=object)
@@ -1855,19 +1885,33 @@ def _draft_specs(rng) -> list[DraftArraySpec]:
             "uint16",
             1,
             np.uint16(1),
-            extra={"extensions": [{"extension": "https://example.org/zarr/ext/ignore-me",
-                                   "must_understand": False, "configuration": {"a": 1}}]},
+            extra={
+                "extensions": [
+                    {
+                        "extension": "https://example.org/zarr/ext/ignore-me",
+                        "must_understand": False,
+                        "configuration": {"a": 1},
+                    }
+                ]
+            },
         ),
     ]
 
 
 # Draft arrays that must be hidden (extension that must be understood, storage transformer)
 DRAFT_HIDDEN = {
-    "p_required_extension": {"extensions": [{"extension": "https://example.org/zarr/ext/x",
-                                             "must_understand": True}]},
-    "q_storage_transformer": {"storage_transformers": [{
-        "extension": "https://purl.org/zarr/spec/storage_transformers/sharding/1.0",
-        "type": "indexed", "configuration": {"chunks_per_shard": [2]}}]},
+    "p_required_extension": {
+        "extensions": [{"extension": "https://example.org/zarr/ext/x", "must_understand": True}]
+    },
+    "q_storage_transformer": {
+        "storage_transformers": [
+            {
+                "extension": "https://purl.org/zarr/spec/storage_transformers/sharding/1.0",
+                "type": "indexed",
+                "configuration": {"chunks_per_shard": [2]},
+            }
+        ]
+    },
     "r_unknown_field": {"not_in_the_spec": 1},
 }
 
@@ -2003,8 +2047,9 @@ def build_draft(
     for s in specs:
         h.arrays[s.path] = write_draft_array(rootp, s.path, s)
     for name, extra in DRAFT_HIDDEN.items():
-        spec = DraftArraySpec(name, np.arange(4, dtype="<i2"), (2,), "int16", 0, np.int16(0),
-                              extra=extra)
+        spec = DraftArraySpec(
+            name, np.arange(4, dtype="<i2"), (2,), "int16", 0, np.int16(0), extra=extra
+        )
         write_draft_array(rootp, name, spec)
         h.hidden[name] = "array"
     return h
@@ -2091,9 +2136,15 @@ def v3_xattr_problems(path: str | os.PathLike, case: V3Array) -> list[str]:
     value = json_xattr(get, "user.zarr.fill_value", errors)
     if value is not MISSING:
         want = case.fill_json
-        same = value == want and (type(value) is type(want) or (
-            isinstance(want, int | float) and isinstance(value, int | float)
-            and not isinstance(value, bool) and not isinstance(want, bool)))
+        same = value == want and (
+            type(value) is type(want)
+            or (
+                isinstance(want, int | float)
+                and isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and not isinstance(want, bool)
+            )
+        )
         if not same:
             errors.append(f"user.zarr.fill_value {value!r} != stored {want!r}")
     fmt = get("user.zarr.format")
@@ -2105,8 +2156,7 @@ def v3_xattr_problems(path: str | os.PathLike, case: V3Array) -> list[str]:
             errors.append(f"user.zarr.codecs {value!r} is not {{'codecs': [...]}}")
         else:
             top = value["codecs"]
-            if not all(isinstance(c, dict) and set(c) == {"name", "configuration"}
-                       for c in top):
+            if not all(isinstance(c, dict) and set(c) == {"name", "configuration"} for c in top):
                 errors.append(f"user.zarr.codecs {top!r}: not name/configuration objects")
             elif normalize_codecs(top) != normalize_codecs(case.doc["codecs"]):
                 errors.append(f"user.zarr.codecs {top!r} != stored {case.doc['codecs']!r}")
@@ -2115,6 +2165,7 @@ def v3_xattr_problems(path: str | os.PathLike, case: V3Array) -> list[str]:
     if case.conventions is not None:
         value = get_json("user.zarr.conventions")
         if value is not None and sorted(value, key=lambda c: c.get("uuid", "")) != sorted(
-                case.conventions, key=lambda c: c["uuid"]):
+            case.conventions, key=lambda c: c["uuid"]
+        ):
             errors.append(f"user.zarr.conventions {value!r} != {case.conventions!r}")
     return errors

@@ -169,8 +169,7 @@ def check_array(mnt, root: Path, spec: Spec, seed: int, kind: str) -> None:
     if not os.path.exists(path):
         inspect = run_cli(["--inspect", "--json", root])
         nodes = {n["path"]: n for n in json.loads(inspect.stdout)["nodes"]}
-        pytest.fail(f"zarrmount hides a chain zarr-python writes: {what}: "
-                    f"{nodes.get(spec.name)}")
+        pytest.fail(f"zarrmount hides a chain zarr-python writes: {what}: {nodes.get(spec.name)}")
     expected = expected_bytes(root, spec)
     dtype = np.dtype(os.getxattr(path, "user.zarr.dtype").decode())
     chunk_nbytes = math.prod(spec.chunks) * dtype.itemsize
@@ -212,101 +211,316 @@ def explicit_cases() -> list[Spec]:
     cases = [
         # sharding followed by one bytes-to-bytes codec (the EIO of issue "destination
         # buffer too small"), each compressor
-        Spec("shard_zstd", f8, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[ZstdCodec(level=3)]),
-        Spec("shard_gzip", i2, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[GzipCodec(level=1)], region=region),
-        Spec("shard_blosc", u4, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[BloscCodec(cname="lz4", shuffle="bitshuffle")]),
-        Spec("shard_numcodecs_zstd", f8, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[nc.Zstd(level=1)], smooth=True),
-        Spec("shard_crc32c", u1, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[Crc32cCodec()], region=region, fill_value=7),
-        Spec("shard_two_compressors", f8, (40, 40), (16, 16), serializer=_sharded(),
-             compressors=[nc.Shuffle(elementsize=4), nc.LZ4(), GzipCodec()]),
+        Spec(
+            "shard_zstd",
+            f8,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[ZstdCodec(level=3)],
+        ),
+        Spec(
+            "shard_gzip",
+            i2,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[GzipCodec(level=1)],
+            region=region,
+        ),
+        Spec(
+            "shard_blosc",
+            u4,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[BloscCodec(cname="lz4", shuffle="bitshuffle")],
+        ),
+        Spec(
+            "shard_numcodecs_zstd",
+            f8,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[nc.Zstd(level=1)],
+            smooth=True,
+        ),
+        Spec(
+            "shard_crc32c",
+            u1,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[Crc32cCodec()],
+            region=region,
+            fill_value=7,
+        ),
+        Spec(
+            "shard_two_compressors",
+            f8,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(),
+            compressors=[nc.Shuffle(elementsize=4), nc.LZ4(), GzipCodec()],
+        ),
         # nested sharding, with and without compressors at each level
-        Spec("nested_plain", i2, (40, 37), (16, 16), serializer=_sharded(
-            codecs=[_sharded((4, 4))])),
-        Spec("nested_compressed_each_level", f8, (40, 37), (16, 16), compressors=[
-            BloscCodec(cname="zstd")], serializer=_sharded(codecs=[
-                _sharded((4, 2), codecs=[BytesCodec(), GzipCodec()]), ZstdCodec()]),
-             region=region),
-        Spec("nested_compressed_outer", u4, (40, 37), (16, 16), compressors=[nc.Zlib()],
-             serializer=_sharded(codecs=[_sharded((4, 4))])),
-        Spec("nested_compressed_inner", u4, (40, 37), (16, 16), serializer=_sharded(
-            codecs=[_sharded((2, 4), codecs=[BytesCodec(), nc.BZ2(level=1)])]),
-             smooth=True),
-        Spec("nested_index_start", f8, (40, 37), (16, 16), fill_value=2.5, region=region,
-             serializer=_sharded(index_location="start", codecs=[_sharded(
-                 (4, 4), index_location="start", index_codecs=[BytesCodec(endian="big")],
-                 codecs=[TransposeCodec(order=(1, 0)), BytesCodec(endian="big"),
-                         nc.Zstd()])]), compressors=[Crc32cCodec()]),
+        Spec(
+            "nested_plain", i2, (40, 37), (16, 16), serializer=_sharded(codecs=[_sharded((4, 4))])
+        ),
+        Spec(
+            "nested_compressed_each_level",
+            f8,
+            (40, 37),
+            (16, 16),
+            compressors=[BloscCodec(cname="zstd")],
+            serializer=_sharded(
+                codecs=[_sharded((4, 2), codecs=[BytesCodec(), GzipCodec()]), ZstdCodec()]
+            ),
+            region=region,
+        ),
+        Spec(
+            "nested_compressed_outer",
+            u4,
+            (40, 37),
+            (16, 16),
+            compressors=[nc.Zlib()],
+            serializer=_sharded(codecs=[_sharded((4, 4))]),
+        ),
+        Spec(
+            "nested_compressed_inner",
+            u4,
+            (40, 37),
+            (16, 16),
+            serializer=_sharded(codecs=[_sharded((2, 4), codecs=[BytesCodec(), nc.BZ2(level=1)])]),
+            smooth=True,
+        ),
+        Spec(
+            "nested_index_start",
+            f8,
+            (40, 37),
+            (16, 16),
+            fill_value=2.5,
+            region=region,
+            serializer=_sharded(
+                index_location="start",
+                codecs=[
+                    _sharded(
+                        (4, 4),
+                        index_location="start",
+                        index_codecs=[BytesCodec(endian="big")],
+                        codecs=[TransposeCodec(order=(1, 0)), BytesCodec(endian="big"), nc.Zstd()],
+                    )
+                ],
+            ),
+            compressors=[Crc32cCodec()],
+        ),
         # transpose before sharding (inner chunks divide the shard either way round)
-        Spec("transpose_then_shard", i2, (30, 20), (16, 8),
-             filters=[TransposeCodec(order=(1, 0))], serializer=_sharded((8, 8))),
-        Spec("transpose_then_shard_gzip", f8, (4, 30, 20), (4, 16, 8),
-             filters=[TransposeCodec(order=(2, 0, 1))], serializer=_sharded((4, 4, 8)),
-             compressors=[GzipCodec()], region=(slice(None), slice(0, 9), slice(None))),
+        Spec(
+            "transpose_then_shard",
+            i2,
+            (30, 20),
+            (16, 8),
+            filters=[TransposeCodec(order=(1, 0))],
+            serializer=_sharded((8, 8)),
+        ),
+        Spec(
+            "transpose_then_shard_gzip",
+            f8,
+            (4, 30, 20),
+            (4, 16, 8),
+            filters=[TransposeCodec(order=(2, 0, 1))],
+            serializer=_sharded((4, 4, 8)),
+            compressors=[GzipCodec()],
+            region=(slice(None), slice(0, 9), slice(None)),
+        ),
         # index codecs without crc32c; index at start and at end
-        Spec("index_no_crc", i2, (40, 40), (16, 16),
-             serializer=_sharded(index_codecs=[BytesCodec()])),
-        Spec("index_no_crc_zstd", i2, (40, 40), (16, 16), compressors=[ZstdCodec()],
-             serializer=_sharded(index_codecs=[BytesCodec(endian="big")])),
-        Spec("index_start", u4, (40, 40), (16, 16), region=region,
-             serializer=_sharded(index_location="start")),
-        Spec("index_start_blosc", u4, (40, 40), (16, 16), compressors=[nc.Blosc()],
-             serializer=_sharded(index_location="start")),
-        Spec("index_end", u4, (40, 40), (16, 16), region=region,
-             serializer=_sharded(index_location="end")),
-        Spec("index_end_lzma", u4, (40, 40), (16, 16), compressors=[nc.LZMA(preset=1)],
-             serializer=_sharded(index_location="end")),
+        Spec(
+            "index_no_crc", i2, (40, 40), (16, 16), serializer=_sharded(index_codecs=[BytesCodec()])
+        ),
+        Spec(
+            "index_no_crc_zstd",
+            i2,
+            (40, 40),
+            (16, 16),
+            compressors=[ZstdCodec()],
+            serializer=_sharded(index_codecs=[BytesCodec(endian="big")]),
+        ),
+        Spec(
+            "index_start",
+            u4,
+            (40, 40),
+            (16, 16),
+            region=region,
+            serializer=_sharded(index_location="start"),
+        ),
+        Spec(
+            "index_start_blosc",
+            u4,
+            (40, 40),
+            (16, 16),
+            compressors=[nc.Blosc()],
+            serializer=_sharded(index_location="start"),
+        ),
+        Spec(
+            "index_end",
+            u4,
+            (40, 40),
+            (16, 16),
+            region=region,
+            serializer=_sharded(index_location="end"),
+        ),
+        Spec(
+            "index_end_lzma",
+            u4,
+            (40, 40),
+            (16, 16),
+            compressors=[nc.LZMA(preset=1)],
+            serializer=_sharded(index_location="end"),
+        ),
         # numcodecs array filters before bytes; big-endian bytes
-        Spec("delta_bytes", i2, (50, 30), (16, 16), filters=[nc.Delta(dtype="<i2")],
-             serializer=BytesCodec(), compressors=[nc.Zstd()], smooth=True),
-        Spec("fixedscaleoffset_bytes", f8, (50, 30), (16, 16), smooth=True,
-             filters=[nc.FixedScaleOffset(offset=4, scale=100, dtype="<f8", astype="<i4")]),
-        Spec("astype_in_shard", i2, (50, 30), (16, 16), serializer=_sharded(
-            codecs=[nc.AsType(encode_dtype="<f8", decode_dtype="<i2"), BytesCodec()])),
-        Spec("big_endian_bytes", f8, (50, 30), (16, 16),
-             serializer=BytesCodec(endian="big")),
-        Spec("big_endian_bytes_gzip", u4, (50, 30), (16, 16),
-             serializer=BytesCodec(endian="big"), compressors=[GzipCodec()], region=region),
+        Spec(
+            "delta_bytes",
+            i2,
+            (50, 30),
+            (16, 16),
+            filters=[nc.Delta(dtype="<i2")],
+            serializer=BytesCodec(),
+            compressors=[nc.Zstd()],
+            smooth=True,
+        ),
+        Spec(
+            "fixedscaleoffset_bytes",
+            f8,
+            (50, 30),
+            (16, 16),
+            smooth=True,
+            filters=[nc.FixedScaleOffset(offset=4, scale=100, dtype="<f8", astype="<i4")],
+        ),
+        Spec(
+            "astype_in_shard",
+            i2,
+            (50, 30),
+            (16, 16),
+            serializer=_sharded(
+                codecs=[nc.AsType(encode_dtype="<f8", decode_dtype="<i2"), BytesCodec()]
+            ),
+        ),
+        Spec("big_endian_bytes", f8, (50, 30), (16, 16), serializer=BytesCodec(endian="big")),
+        Spec(
+            "big_endian_bytes_gzip",
+            u4,
+            (50, 30),
+            (16, 16),
+            serializer=BytesCodec(endian="big"),
+            compressors=[GzipCodec()],
+            region=region,
+        ),
         # found by this file: a compressor before another one may expand incompressible
         # data by more than 64 bytes (lz4: n/255 + 16)
-        Spec("two_compressors_expanding", f8, (128, 64), (128, 64),
-             serializer=BytesCodec(), compressors=[nc.LZ4(), ZstdCodec()]),
+        Spec(
+            "two_compressors_expanding",
+            f8,
+            (128, 64),
+            (128, 64),
+            serializer=BytesCodec(),
+            compressors=[nc.LZ4(), ZstdCodec()],
+        ),
         # ... and so may an inner chunk's compressor, before the shard's own
-        Spec("shard_inner_expanding", f8, (128, 128), (128, 128),
-             serializer=_sharded((64, 64), codecs=[BytesCodec(), nc.LZ4()]),
-             compressors=[GzipCodec()]),
+        Spec(
+            "shard_inner_expanding",
+            f8,
+            (128, 128),
+            (128, 128),
+            serializer=_sharded((64, 64), codecs=[BytesCodec(), nc.LZ4()]),
+            compressors=[GzipCodec()],
+        ),
         # found: the shard index may be transposed (zarr-python writes it)
-        Spec("index_transposed", i2, (40, 40), (16, 16), serializer=_sharded(
-            index_codecs=[TransposeCodec(order=(2, 1, 0)), BytesCodec(), Crc32cCodec()])),
+        Spec(
+            "index_transposed",
+            i2,
+            (40, 40),
+            (16, 16),
+            serializer=_sharded(
+                index_codecs=[TransposeCodec(order=(2, 1, 0)), BytesCodec(), Crc32cCodec()]
+            ),
+        ),
         # found: numcodecs' array-to-bytes codecs zarr-python ships
         Spec("pcodec", i2, (50, 30), (16, 16), serializer=nc.PCodec(level=3), smooth=True),
-        Spec("pcodec_in_shard_zstd", f8, (50, 30), (16, 16), compressors=[ZstdCodec()],
-             serializer=_sharded(codecs=[nc.PCodec()]), region=region),
+        Spec(
+            "pcodec_in_shard_zstd",
+            f8,
+            (50, 30),
+            (16, 16),
+            compressors=[ZstdCodec()],
+            serializer=_sharded(codecs=[nc.PCodec()]),
+            region=region,
+        ),
         Spec("zfpy_reversible", f8, (20, 30, 7), (8, 16, 7), serializer=nc.ZFPY()),
-        Spec("zfpy_rate_in_shard", f8, (50, 30), (16, 16), compressors=[nc.Zlib()],
-             serializer=_sharded(codecs=[nc.ZFPY(mode=2, rate=16)]), smooth=True),
+        Spec(
+            "zfpy_rate_in_shard",
+            f8,
+            (50, 30),
+            (16, 16),
+            compressors=[nc.Zlib()],
+            serializer=_sharded(codecs=[nc.ZFPY(mode=2, rate=16)]),
+            smooth=True,
+        ),
         # found: bitround hands on the floats' bits as integers, which pcodec and zfp
         # store as integers
-        Spec("bitround_zfpy", f8, (50, 30), (16, 16), filters=[nc.BitRound(keepbits=20)],
-             serializer=nc.ZFPY(mode=2, rate=32), compressors=[nc.Fletcher32()]),
-        Spec("bitround_pcodec_in_shard", f8, (50, 30), (16, 16), serializer=_sharded(
-            codecs=[nc.BitRound(keepbits=30), nc.PCodec()]), region=region),
+        Spec(
+            "bitround_zfpy",
+            f8,
+            (50, 30),
+            (16, 16),
+            filters=[nc.BitRound(keepbits=20)],
+            serializer=nc.ZFPY(mode=2, rate=32),
+            compressors=[nc.Fletcher32()],
+        ),
+        Spec(
+            "bitround_pcodec_in_shard",
+            f8,
+            (50, 30),
+            (16, 16),
+            serializer=_sharded(codecs=[nc.BitRound(keepbits=30), nc.PCodec()]),
+            region=region,
+        ),
         # found: numcodecs array filters before big-endian bytes read the bytes as the
         # filter's (little-endian) dtype; zarr-python 3.1 misreads these itself
-        Spec("delta_big_endian", i2, (50, 30), (16, 16), filters=[nc.Delta(dtype="<i2")],
-             serializer=BytesCodec(endian="big"), oracle_written=True, region=region),
-        Spec("astype_big_endian_in_shard", u4, (50, 30), (16, 16), serializer=_sharded(
-            codecs=[nc.AsType(encode_dtype="<u8", decode_dtype="<u4"),
-                    BytesCodec(endian="big"), GzipCodec()]), oracle_written=True),
+        Spec(
+            "delta_big_endian",
+            i2,
+            (50, 30),
+            (16, 16),
+            filters=[nc.Delta(dtype="<i2")],
+            serializer=BytesCodec(endian="big"),
+            oracle_written=True,
+            region=region,
+        ),
+        Spec(
+            "astype_big_endian_in_shard",
+            u4,
+            (50, 30),
+            (16, 16),
+            serializer=_sharded(
+                codecs=[
+                    nc.AsType(encode_dtype="<u8", decode_dtype="<u4"),
+                    BytesCodec(endian="big"),
+                    GzipCodec(),
+                ]
+            ),
+            oracle_written=True,
+        ),
         # found, not fixed here (vfs/): a filter that widens (i2 -> f8) makes inner chunks
         # longer than the 2 x chunk + 64 KiB that ArrayFile._inner_range allows
-        Spec("astype_widens_big_inner_chunks", i2, (256, 256), (256, 256),
-             serializer=_sharded((256, 128), codecs=[
-                 nc.AsType(encode_dtype="<f8", decode_dtype="<i2"), BytesCodec()])),
+        Spec(
+            "astype_widens_big_inner_chunks",
+            i2,
+            (256, 256),
+            (256, 256),
+            serializer=_sharded(
+                (256, 128), codecs=[nc.AsType(encode_dtype="<f8", decode_dtype="<i2"), BytesCodec()]
+            ),
+        ),
     ]
     for i, spec in enumerate(cases):
         spec.seed = i
@@ -344,8 +558,7 @@ def test_explicit_chains_all_shown(explicit_store):
     """``--inspect`` hides none of them."""
     res = run_cli(["--inspect", "--json", explicit_store])
     assert res.returncode == 0, res.stderr
-    hidden = {n["path"]: n.get("reason") for n in json.loads(res.stdout)["nodes"]
-              if not n["shown"]}
+    hidden = {n["path"]: n.get("reason") for n in json.loads(res.stdout)["nodes"] if not n["shown"]}
     assert not hidden
 
 
@@ -427,14 +640,20 @@ def draw_array_codecs(d, level: Level) -> tuple[list, Level, bool]:
             lossy = True
             if kind == "f":
                 astype = d.draw(st.sampled_from(["<i4", "<i2", "<f8"]))
-                codecs.append(nc.FixedScaleOffset(
-                    offset=d.draw(st.sampled_from([0, 1.5, -100])),
-                    scale=d.draw(st.sampled_from([1, 10, 1000])), dtype=little, astype=astype))
+                codecs.append(
+                    nc.FixedScaleOffset(
+                        offset=d.draw(st.sampled_from([0, 1.5, -100])),
+                        scale=d.draw(st.sampled_from([1, 10, 1000])),
+                        dtype=little,
+                        astype=astype,
+                    )
+                )
                 dtype = np.dtype(astype)
             else:
                 low = 0 if kind == "u" else -5
-                codecs.append(nc.FixedScaleOffset(
-                    offset=d.draw(st.integers(low, 5)), scale=1, dtype=little))
+                codecs.append(
+                    nc.FixedScaleOffset(offset=d.draw(st.integers(low, 5)), scale=1, dtype=little)
+                )
         elif name == "quantize":
             codecs.append(nc.Quantize(digits=d.draw(st.integers(1, 8)), dtype=little))
             lossy = True
@@ -529,9 +748,7 @@ def array_spec(d, name: str) -> tuple[Spec, bool]:
         big = shape.index(max(shape))
         shape[big] = max(1, shape[big] // 2)
     dtype = np.dtype(d.draw(st.sampled_from(["uint8", "int16", "uint32", "float64", "bool"])))
-    filters, serializer, compressors, lossy = draw_chain(
-        d, Level(chunks, dtype, 0), chunks
-    )
+    filters, serializer, compressors, lossy = draw_chain(d, Level(chunks, dtype, 0), chunks)
     region = None
     if d.draw(st.booleans()):  # leave some chunks (and inner chunks) unwritten
         region = tuple(
@@ -541,8 +758,16 @@ def array_spec(d, name: str) -> tuple[Spec, bool]:
         )
     fill = d.draw(st.sampled_from([0, 1, 3])) if dtype.kind != "b" else d.draw(st.booleans())
     spec = Spec(
-        name, dtype.name, tuple(shape), chunks, filters, serializer, compressors,
-        fill_value=fill, region=region, seed=d.draw(st.integers(0, 2**32 - 1)),
+        name,
+        dtype.name,
+        tuple(shape),
+        chunks,
+        filters,
+        serializer,
+        compressors,
+        fill_value=fill,
+        region=region,
+        seed=d.draw(st.integers(0, 2**32 - 1)),
         smooth=d.draw(st.booleans()),
     )
     return spec, lossy
@@ -554,8 +779,11 @@ def array_spec(d, name: str) -> tuple[Spec, bool]:
     database=None,
     # shrinking remounts for minutes; a failure names the whole chain as stored instead
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 @given(data=st.data())
 def test_random_chains_read_like_zarr_python(data):
@@ -585,13 +813,13 @@ def test_random_chains_read_like_zarr_python(data):
 @pytest.fixture(scope="module", autouse=True)
 def _report_chains(request):
     yield
-    line = (f"codec chains compared through mounts: {TRIED['explicit']} explicit, "
-            f"{TRIED['random']} random ({EXAMPLES} examples); "
-            f"{TRIED['refused by zarr-python']} random ones refused by zarr-python")
+    line = (
+        f"codec chains compared through mounts: {TRIED['explicit']} explicit, "
+        f"{TRIED['random']} random ({EXAMPLES} examples); "
+        f"{TRIED['refused by zarr-python']} random ones refused by zarr-python"
+    )
     if REFUSALS:
-        line += "; most often: " + "; ".join(
-            f"{n}x {why}" for why, n in REFUSALS.most_common(3)
-        )
+        line += "; most often: " + "; ".join(f"{n}x {why}" for why, n in REFUSALS.most_common(3))
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if capture is None:
         print(line)

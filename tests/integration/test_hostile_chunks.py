@@ -55,8 +55,11 @@ def _patched(chunk: bytes, at: int) -> bytes:
 # name: (zarr format, compressor, the bomb from the valid stored chunk)
 BOMBS = {
     "zlib": (2, numcodecs.Zlib(1), lambda _: _stream(zlib.compressobj(1), BOMB)),
-    "gzip": (3, zarr.codecs.GzipCodec(level=1),
-             lambda _: _stream(zlib.compressobj(1, wbits=31), BOMB)),
+    "gzip": (
+        3,
+        zarr.codecs.GzipCodec(level=1),
+        lambda _: _stream(zlib.compressobj(1, wbits=31), BOMB),
+    ),
     "zstd-claims": (2, numcodecs.Zstd(1), lambda _: _zstd(pledged=True)),
     "zstd-stream": (3, zarr.codecs.ZstdCodec(level=1), lambda _: _zstd(pledged=False)),
     "lz4-header": (2, numcodecs.LZ4(), lambda c: _patched(c, 0)),
@@ -75,8 +78,9 @@ def bombs(tmp_path_factory):
         root = str(tmp_path_factory.mktemp(name) / "data.zarr")
         group = zarr.open_group(root, mode="w", zarr_format=fmt)
         for array in ("bomb", "healthy"):
-            a = group.create_array(array, shape=SHAPE, chunks=CHUNK, dtype="<u4",
-                                   compressors=compressor)
+            a = group.create_array(
+                array, shape=SHAPE, chunks=CHUNK, dtype="<u4", compressors=compressor
+            )
             a[:] = np.arange(SHAPE[0], dtype="<u4")
         path = _chunk_path(root, "bomb", fmt)
         with open(path, "rb") as f:
@@ -128,8 +132,10 @@ def _with_index(shard: bytes, index: np.ndarray, crc: int | None = None) -> byte
 
 def _entry(shard: bytes, offset: int | None = None, length: int | None = None) -> bytes:
     index = _index(shard)
-    index[1, 1] = (len(shard) + 100 if offset is None else offset,
-                   index[1, 1, 1] if length is None else length)
+    index[1, 1] = (
+        len(shard) + 100 if offset is None else offset,
+        index[1, 1, 1] if length is None else length,
+    )
     return _with_index(shard, index)
 
 
@@ -139,7 +145,7 @@ SHARDS = {
     "entry-of-2**63-bytes": (lambda s: _entry(s, offset=0, length=1 << 63), True),
     "entry-at-2**63": (lambda s: _entry(s, offset=1 << 63, length=16), True),
     "index-checksum-wrong": (lambda s: _with_index(s, _index(s), crc=0), False),
-    "shorter-than-its-index": (lambda s: s[:SHARD_INDEX - 8], False),
+    "shorter-than-its-index": (lambda s: s[: SHARD_INDEX - 8], False),
 }
 ROWS = 256  # (256, 256) uint32, one shard of 2 x 2 inner chunks of 128 x 128
 
@@ -151,8 +157,14 @@ def test_damaged_shard_index_fails_only_what_it_must(tmp_path, name):
     group = zarr.open_group(root, mode="w", zarr_format=3)
     values = np.arange(ROWS * ROWS, dtype="<u4").reshape(ROWS, ROWS)
     for array in ("bad", "healthy"):
-        a = group.create_array(array, shape=(ROWS, ROWS), chunks=(128, 128), shards=(ROWS, ROWS),
-                               dtype="<u4", compressors=None)
+        a = group.create_array(
+            array,
+            shape=(ROWS, ROWS),
+            chunks=(128, 128),
+            shards=(ROWS, ROWS),
+            dtype="<u4",
+            compressors=None,
+        )
         a[:] = values
     path = os.path.join(root, "bad", "c", "0", "0")
     with open(path, "rb") as f:

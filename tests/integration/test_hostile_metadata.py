@@ -56,6 +56,7 @@ def test_root_attributes_nested_100000_deep_fail_with_one_line(deep_store, tmp_p
 
 # -- a corpus of .zarray documents written to hurt ----------------------------------------
 
+
 def _set(**changes):
     return lambda doc: json.dumps({**doc, **changes}).encode()
 

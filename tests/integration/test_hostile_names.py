@@ -72,9 +72,14 @@ def v2_key(path: str, kind: str) -> str:
 def _unsafe_name_cases(key) -> dict[str, Case]:
     """The cases that read the same in both formats; ``key(path, kind)`` is the key of a
     node's document in consolidated metadata."""
+
     def names(kinds: dict[str, str], outcome="hidden", **kw) -> Case:
-        return Case(outcome, add={key(f"{{g}}/{n}", k): ARRAY if k == ARRAY else GROUP
-                                  for n, k in kinds.items()}, hidden=kinds, **kw)
+        return Case(
+            outcome,
+            add={key(f"{{g}}/{n}", k): ARRAY if k == ARRAY else GROUP for n, k in kinds.items()},
+            hidden=kinds,
+            **kw,
+        )
 
     return {
         "dotdot": Case("hidden", add={key("{g}/..", ARRAY): OUTSIDE}, hidden={"..": ARRAY}),
@@ -85,56 +90,90 @@ def _unsafe_name_cases(key) -> dict[str, Case]:
         "control": names({"\t": ARRAY, "a\x01b": ARRAY, "\x1b[2J": ARRAY, "del\x7f": GROUP}),
         "c1_control": names({"a\x85b": ARRAY, "\x9b": GROUP}),
         "surrogate": names({"\udcff": ARRAY, "a\ud800b": ARRAY, "\udcfe\udcff": GROUP}),
-        "over_255_bytes": names({"x" * 256: ARRAY, "\u00e9" * 128: GROUP},
-                                outcome="hidden; 255 bytes served", arrays=(LONG_255,),
-                                served=(LONG_255,)),
+        "over_255_bytes": names(
+            {"x" * 256: ARRAY, "\u00e9" * 128: GROUP},
+            outcome="hidden; 255 bytes served",
+            arrays=(LONG_255,),
+            served=(LONG_255,),
+        ),
         "unicode_forms": Case("served, distinct", arrays=(NFC, NFD), served=(NFC, NFD)),
     }
 
 
 V2_CONSOLIDATED = {
     **_unsafe_name_cases(v2_key),
-    "double_slash": Case("not listed", add={"{g}//x/.zarray": ARRAY, "{g}//.zarray": ARRAY,
-                                            "{g}/y//.zarray": ARRAY}),
-    "leading_slash": Case("not listed", arrays=("arr",), add={"/.zgroup": GROUP},
-                          move={"{g}/arr/.zarray": "/{g}/arr/.zarray"}),
-    "passwd": Case("not listed", add={
-        "{g}/../../etc/passwd": OUTSIDE,
-        "{g}/../../outside/v2/arr/.zarray": OUTSIDE,
-        "../etc/passwd/.zarray": OUTSIDE,
-        "{g}/sub/.zgroup": GROUP,
-        "{g}/sub/../../../outside/v2/arr/.zarray": OUTSIDE,
-    }, groups=("sub",)),
-    "collision": Case("canonical served, other not listed", arrays=("twin",),
-                      add={"{g}//twin/.zarray": NARROW}, served=("twin",)),
-    "symlink_out": Case("EIO", link="out", add={"{g}/out/.zgroup": GROUP,
-                                                "{g}/out/arr/.zarray": OUTSIDE},
-                        groups=("out",), eio=("out/arr",)),
+    "double_slash": Case(
+        "not listed", add={"{g}//x/.zarray": ARRAY, "{g}//.zarray": ARRAY, "{g}/y//.zarray": ARRAY}
+    ),
+    "leading_slash": Case(
+        "not listed",
+        arrays=("arr",),
+        add={"/.zgroup": GROUP},
+        move={"{g}/arr/.zarray": "/{g}/arr/.zarray"},
+    ),
+    "passwd": Case(
+        "not listed",
+        add={
+            "{g}/../../etc/passwd": OUTSIDE,
+            "{g}/../../outside/v2/arr/.zarray": OUTSIDE,
+            "../etc/passwd/.zarray": OUTSIDE,
+            "{g}/sub/.zgroup": GROUP,
+            "{g}/sub/../../../outside/v2/arr/.zarray": OUTSIDE,
+        },
+        groups=("sub",),
+    ),
+    "collision": Case(
+        "canonical served, other not listed",
+        arrays=("twin",),
+        add={"{g}//twin/.zarray": NARROW},
+        served=("twin",),
+    ),
+    "symlink_out": Case(
+        "EIO",
+        link="out",
+        add={"{g}/out/.zgroup": GROUP, "{g}/out/arr/.zarray": OUTSIDE},
+        groups=("out",),
+        eio=("out/arr",),
+    ),
 }
 
 V3_CONSOLIDATED = {
     **_unsafe_name_cases(lambda path, kind: path),
     "double_slash": Case("not listed", add={"{g}//x": ARRAY, "{g}/y//z": ARRAY}),
     # zarrmount strips "/" from the ends of consolidated keys: "/g/arr" is "g/arr"
-    "leading_slash": Case("served", arrays=("arr",), move={"{g}/arr": "/{g}/arr"},
-                          served=("arr",)),
-    "passwd": Case("not listed", add={
-        "{g}/../../etc/passwd": OUTSIDE,
-        "../etc/passwd": OUTSIDE,
-        "/../outside/v3/arr": OUTSIDE,
-        "{g}/../../outside/v3/arr": OUTSIDE,
-    }),
-    "collision": Case("hidden", arrays=("twin",), add={"/{g}/twin": NARROW},
-                      hidden={"twin": ARRAY}),
-    "symlink_out": Case("EIO", link="out", add={"{g}/out": GROUP, "{g}/out/arr": OUTSIDE},
-                        groups=("out",), eio=("out/arr",)),
+    "leading_slash": Case("served", arrays=("arr",), move={"{g}/arr": "/{g}/arr"}, served=("arr",)),
+    "passwd": Case(
+        "not listed",
+        add={
+            "{g}/../../etc/passwd": OUTSIDE,
+            "../etc/passwd": OUTSIDE,
+            "/../outside/v3/arr": OUTSIDE,
+            "{g}/../../outside/v3/arr": OUTSIDE,
+        },
+    ),
+    "collision": Case(
+        "hidden", arrays=("twin",), add={"/{g}/twin": NARROW}, hidden={"twin": ARRAY}
+    ),
+    "symlink_out": Case(
+        "EIO",
+        link="out",
+        add={"{g}/out": GROUP, "{g}/out/arr": OUTSIDE},
+        groups=("out",),
+        eio=("out/arr",),
+    ),
 }
 
 LISTED = {  # plain directory listings (no consolidated metadata)
-    "non_utf8": Case("hidden", raw={b"\xff\xfe": ARRAY, b"g\xff": GROUP},
-                     hidden={"\udcff\udcfe": ARRAY, "g\udcff": GROUP}),
-    "c1_control": Case("hidden", raw={"a\x85b".encode(): ARRAY, "\x9b".encode(): GROUP},
-                       hidden={"a\x85b": ARRAY, "\x9b": GROUP}),
+    "non_utf8": Case(
+        "hidden",
+        raw={b"\xff\xfe": ARRAY, b"g\xff": GROUP},
+        hidden={"\udcff\udcfe": ARRAY, "g\udcff": GROUP},
+    ),
+    "c1_control": Case(
+        "hidden",
+        raw={"a\x85b".encode(): ARRAY, "\x9b".encode(): GROUP},
+        hidden={"a\x85b": ARRAY, "\x9b": GROUP},
+    ),
     "unicode_forms": Case("served, distinct", arrays=(NFC, NFD), served=(NFC, NFD)),
 }
 
@@ -148,9 +187,11 @@ STORES = {
 
 # -- building the stores ------------------------------------------------------------------
 
+
 def _write_array(group, name: str, values: np.ndarray) -> None:
-    a = group.create_array(name, shape=values.shape, chunks=(4,), dtype=values.dtype,
-                           compressors=None)
+    a = group.create_array(
+        name, shape=values.shape, chunks=(4,), dtype=values.dtype, compressors=None
+    )
     a[:] = values
 
 
@@ -160,8 +201,9 @@ def _outside(tmp: Path) -> Path:
     outside = tmp / "outside"
     for fmt in (2, 3):
         g = zarr.open_group(outside / f"v{fmt}", mode="w", zarr_format=fmt)
-        a = g.create_array("arr", shape=(len(SENTINEL),), chunks=(len(SENTINEL),), dtype="u1",
-                           compressors=None)
+        a = g.create_array(
+            "arr", shape=(len(SENTINEL),), chunks=(len(SENTINEL),), dtype="u1", compressors=None
+        )
         a[:] = np.frombuffer(SENTINEL, np.uint8)
     (outside / "etc").mkdir()
     (outside / "etc" / "passwd").write_bytes(SENTINEL)
@@ -193,8 +235,11 @@ def _document(kind: str, fmt: int, ok: dict, outside: Path) -> dict:
     if kind == NARROW:
         return {**ok, "dtype": "|u1"} if fmt == 2 else {**ok, "data_type": "uint8"}
     if kind == GROUP:
-        return {"zarr_format": 2} if fmt == 2 else {"zarr_format": 3, "node_type": "group",
-                                                     "attributes": {}}
+        return (
+            {"zarr_format": 2}
+            if fmt == 2
+            else {"zarr_format": 3, "node_type": "group", "attributes": {}}
+        )
     assert kind == OUTSIDE
     name = ".zarray" if fmt == 2 else "zarr.json"
     return json.loads((outside / f"v{fmt}" / "arr" / name).read_text())
@@ -229,8 +274,9 @@ def build(tmp: Path, label: str) -> Corpus:
             _move_into(parent / placeholder, os.fsencode(parent) + b"/" + raw)
         if case.link:
             os.symlink(outside / f"v{fmt}", root / f"c_{name}" / case.link)
-    expected = {p: zarr.open_array(root / p, mode="r", zarr_format=fmt)[:].tobytes()
-                for p in written}
+    expected = {
+        p: zarr.open_array(root / p, mode="r", zarr_format=fmt)[:].tobytes() for p in written
+    }
     if consolidated:
         with warnings.catch_warnings():  # "consolidated metadata is not in the v3 spec"
             warnings.simplefilter("ignore")
@@ -256,6 +302,7 @@ def stores(tmp_path_factory):
 
 # -- what every case checks ---------------------------------------------------------------
 
+
 def is_safe_listed_name(name: bytes) -> bool:
     """The test's own idea of a name a mount may list: one UTF-8 path component of at most
     255 bytes, not ``.`` or ``..``, without control characters (C0, DEL, C1)."""
@@ -263,8 +310,12 @@ def is_safe_listed_name(name: bytes) -> bool:
         text = name.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return (text not in ("", ".", "..") and len(name) <= 255 and "/" not in text
-            and not any(unicodedata.category(c) == "Cc" for c in text))
+    return (
+        text not in ("", ".", "..")
+        and len(name) <= 255
+        and "/" not in text
+        and not any(unicodedata.category(c) == "Cc" for c in text)
+    )
 
 
 def listed_below(directory: str) -> set[str]:
@@ -318,8 +369,9 @@ def check_case(m, corpus: Corpus, nodes: dict[str, dict], name: str) -> list[str
             problems.append(f"{child!r}: the log does not give --inspect's reason {reason!r}")
     inspected = {p.removeprefix(f"{g}/") for p in nodes if p.startswith(f"{g}/")}
     if inspected != shown | set(case.hidden):
-        problems.append(f"--inspect lists {sorted(inspected)!r}, "
-                        f"expected {sorted(shown | set(case.hidden))!r}")
+        problems.append(
+            f"--inspect lists {sorted(inspected)!r}, expected {sorted(shown | set(case.hidden))!r}"
+        )
     return problems
 
 
@@ -331,10 +383,17 @@ def test_hostile_names_are_harmless(stores, label):
         assert set(os.listdir(m.path)) == {f"c_{name}" for name in corpus.cases}
         problems = {name: check_case(m, corpus, nodes, name) for name in corpus.cases}
         problems = {name: p for name, p in problems.items() if p}
-        assert not problems, "\n".join(f"{n} (expected {corpus.cases[n].outcome}): {p}"
-                                       for n, ps in problems.items() for p in ps)
-        unsafe = [os.path.join(d, n) for d, dirs, files in os.walk(os.fsencode(m.path))
-                  for n in (*dirs, *files) if not is_safe_listed_name(n)]
+        assert not problems, "\n".join(
+            f"{n} (expected {corpus.cases[n].outcome}): {p}"
+            for n, ps in problems.items()
+            for p in ps
+        )
+        unsafe = [
+            os.path.join(d, n)
+            for d, dirs, files in os.walk(os.fsencode(m.path))
+            for n in (*dirs, *files)
+            if not is_safe_listed_name(n)
+        ]
         assert not unsafe, unsafe
         eio = {f"c_{name}/{p}" for name, case in corpus.cases.items() for p in case.eio}
         assert_nothing_outside_served(m.path, SENTINEL, skip=eio)

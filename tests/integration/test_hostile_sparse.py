@@ -35,8 +35,15 @@ WRITTEN = (7, 5 * 10**11, FAR + 1000, FAR + MIB + 12345, N - 1)
 def _store(root: str, fmt: int, shape: tuple, chunks: tuple, shards=None) -> None:
     """Arrays ``sparse``, of fill but for WRITTEN, and ``healthy``, a small sibling."""
     group = zarr.open_group(root, mode="a", zarr_format=fmt)
-    array = group.create_array("sparse", shape=shape, chunks=chunks, shards=shards,
-                               dtype="u1", fill_value=3, compressors=None)
+    array = group.create_array(
+        "sparse",
+        shape=shape,
+        chunks=chunks,
+        shards=shards,
+        dtype="u1",
+        fill_value=3,
+        compressors=None,
+    )
     for i, flat in enumerate(WRITTEN):
         array[np.unravel_index(flat, shape)] = 100 + i
     healthy = group.create_array("healthy", shape=(1 << 18,), chunks=(1 << 14,), dtype="<u4")
@@ -88,8 +95,7 @@ def _sibling(path: str, expected: bytes, done: threading.Event, waits: list) -> 
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            waits.append((os.pread(fd, len(expected) + 1, 0) == expected,
-                          time.monotonic() - began))
+            waits.append((os.pread(fd, len(expected) + 1, 0) == expected, time.monotonic() - began))
         finally:
             os.close(fd)
         if done.is_set():
@@ -114,9 +120,7 @@ def test_a_sparse_array_of_tiny_chunks_reads_in_bounded_time_and_memory(sparse, 
                 os.close(fd)
             assert np.array_equal(got, _expected(array, FAR, MIB))
             done, waits = threading.Event(), []
-            sibling = threading.Thread(
-                target=_sibling, args=(m.p("healthy"), healthy, done, waits)
-            )
+            sibling = threading.Thread(target=_sibling, args=(m.p("healthy"), healthy, done, waits))
             sibling.start()
             try:
                 stream_s = _stream(path, N - 1024 * MIB, 1024 * MIB, array)
@@ -124,9 +128,11 @@ def test_a_sparse_array_of_tiny_chunks_reads_in_bounded_time_and_memory(sparse, 
                 done.set()
                 sibling.join()
         m.assert_alive()
-    print(f"{name}: 1 MiB far read {far_s:.2f} s, 1 GiB stream {stream_s:.1f} s, "
-          f"sibling reads {len(waits)} (slowest {max(t for _, t in waits):.2f} s), "
-          f"peak RSS {rss.peak_kib // 1024} MiB")
+    print(
+        f"{name}: 1 MiB far read {far_s:.2f} s, 1 GiB stream {stream_s:.1f} s, "
+        f"sibling reads {len(waits)} (slowest {max(t for _, t in waits):.2f} s), "
+        f"peak RSS {rss.peak_kib // 1024} MiB"
+    )
     assert all(ok for ok, _ in waits)
     assert rss.peak_kib * 1024 <= CACHE + 150 * MIB
 
@@ -146,9 +152,7 @@ def test_tiny_chunks_too_many_to_list_are_read_a_piece_at_a_time(tmp_path):
     with mounted(root, [f"cache_size={CACHE // MIB}M"], tag="dense", wrapper=LIMIT) as m:
         with rw_tools.RssSampler(m.proc.pid) as rss:
             done, waits = threading.Event(), []
-            sibling = threading.Thread(
-                target=_sibling, args=(m.p("healthy"), healthy, done, waits)
-            )
+            sibling = threading.Thread(target=_sibling, args=(m.p("healthy"), healthy, done, waits))
             sibling.start()
             try:
                 fd = os.open(m.p("sparse"), os.O_RDONLY)
@@ -163,7 +167,9 @@ def test_tiny_chunks_too_many_to_list_are_read_a_piece_at_a_time(tmp_path):
                 done.set()
                 sibling.join()
         m.assert_alive()
-    print(f"dense: sibling reads {len(waits)} (slowest {max(t for _, t in waits):.2f} s), "
-          f"peak RSS {rss.peak_kib // 1024} MiB")
+    print(
+        f"dense: sibling reads {len(waits)} (slowest {max(t for _, t in waits):.2f} s), "
+        f"peak RSS {rss.peak_kib // 1024} MiB"
+    )
     assert all(ok for ok, _ in waits)
     assert rss.peak_kib * 1024 <= CACHE + 150 * MIB

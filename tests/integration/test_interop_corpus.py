@@ -26,7 +26,6 @@ pytestmark = pytest.mark.mount
 ROOT_ARRAY_NAME = "array"  # the file a root array is shown as
 
 
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     return corpus_mod.build(tmp_path_factory.mktemp("interop") / "corpus")
@@ -59,8 +58,10 @@ def _listing(mnt: str) -> set[str]:
 def test_store_reads_as_zarr_python_reads_it(corpus, writer, name):
     store = corpus.stores.get(name)
     if store is None:
-        pytest.skip(f"{writer} did not write {name}: " + "; ".join(
-            s for s in corpus.skipped if s.startswith(name)))
+        pytest.skip(
+            f"{writer} did not write {name}: "
+            + "; ".join(s for s in corpus.skipped if s.startswith(name))
+        )
     arrays = corpus_mod.oracle_arrays(store.path)
     assert arrays, f"zarr-python sees no array in {name}"
     nodes = _inspect(store)
@@ -73,34 +74,53 @@ def test_store_reads_as_zarr_python_reads_it(corpus, writer, name):
             where = f"{writer} {name}: {file}"
             if not arr.has_raw_form:
                 if file in listed:
-                    problems.append((arr.path, f"{where}: {arr.dtype} has no raw form but "
-                                     "is listed"))
+                    problems.append(
+                        (arr.path, f"{where}: {arr.dtype} has no raw form but is listed")
+                    )
                 node = nodes.get(arr.path)
                 if node is None or node.get("shown") is not False or not node.get("reason"):
-                    problems.append((arr.path, f"{where}: --inspect should list it hidden "
-                                     f"with a reason, says {node!r}"))
+                    problems.append(
+                        (
+                            arr.path,
+                            f"{where}: --inspect should list it hidden "
+                            f"with a reason, says {node!r}",
+                        )
+                    )
                 continue
             raw_files.add(file)
             if file not in listed:
                 node = nodes.get(arr.path) or {}
-                problems.append((arr.path, f"{where} ({arr.dtype}, codecs {_codecs(arr)}) is "
-                                 f"not shown; --inspect: "
-                                 f"{node.get('reason', node.get('shown'))!r}"))
+                problems.append(
+                    (
+                        arr.path,
+                        f"{where} ({arr.dtype}, codecs {_codecs(arr)}) is "
+                        f"not shown; --inspect: "
+                        f"{node.get('reason', node.get('shown'))!r}",
+                    )
+                )
                 continue
             try:
                 got = read_file(m.p(file))
             except OSError as e:
-                problems.append((arr.path, f"{where} ({arr.dtype}, codecs {_codecs(arr)}): "
-                                 f"read fails: {e}"))
+                problems.append(
+                    (arr.path, f"{where} ({arr.dtype}, codecs {_codecs(arr)}): read fails: {e}")
+                )
                 continue
             expected = arr.expected_bytes()
             if got != expected:
-                problems.append((arr.path, f"{where} ({arr.dtype}, codecs {_codecs(arr)}): "
-                                 + describe_mismatch(got, expected, arr.file_dtype())))
+                problems.append(
+                    (
+                        arr.path,
+                        f"{where} ({arr.dtype}, codecs {_codecs(arr)}): "
+                        + describe_mismatch(got, expected, arr.file_dtype()),
+                    )
+                )
             problems += [(arr.path, p) for p in _check_xattrs(m.p(file), arr, where)]
         # Nothing listed that zarr-python does not read as an array.
-        problems += [(None, f"{writer} {name}: {f}: listed, but zarr-python reads no such "
-                      "array") for f in sorted(listed - raw_files)]
+        problems += [
+            (None, f"{writer} {name}: {f}: listed, but zarr-python reads no such array")
+            for f in sorted(listed - raw_files)
+        ]
         # Nothing --inspect calls healthy that the mount cannot read.
         for path, node in sorted(nodes.items()):
             if node["type"] != "array" or not node["shown"]:
@@ -109,19 +129,25 @@ def test_store_reads_as_zarr_python_reads_it(corpus, writer, name):
             try:
                 size = len(read_file(m.p(file)))
             except OSError as e:
-                problems.append((path, f"{writer} {name}: --inspect shows {path!r} but "
-                                 f"reading {file} fails: {e}"))
+                problems.append(
+                    (
+                        path,
+                        f"{writer} {name}: --inspect shows {path!r} but reading {file} fails: {e}",
+                    )
+                )
                 continue
             if size != node["size"]:
-                problems.append((path, f"{writer} {name}: {file}: {size} bytes, --inspect "
-                                 f"says {node['size']}"))
+                problems.append(
+                    (path, f"{writer} {name}: {file}: {size} bytes, --inspect says {node['size']}")
+                )
         m.assert_alive()
     _verdict(name, problems)
 
 
 def _verdict(name: str, problems: list[tuple[str | None, str]]) -> None:
     assert not problems, f"{name}: {len(problems)} problem(s):\n" + "\n".join(
-        msg for _, msg in problems)
+        msg for _, msg in problems
+    )
 
 
 def _codecs(arr) -> str:
@@ -154,8 +180,9 @@ def _check_xattrs(path: str, arr, where: str) -> list[str]:
 
 def test_every_numcodecs_zarr3_codec_was_written_or_skipped_with_a_reason(corpus):
     written = set(corpus.codec_arrays.get("numcodecs-zarr3", {}).values())
-    skipped = {line.split(": ")[1] for line in corpus.skipped
-               if line.startswith("numcodecs-zarr3: ")}
+    skipped = {
+        line.split(": ")[1] for line in corpus.skipped if line.startswith("numcodecs-zarr3: ")
+    }
     names = set(corpus_mod.numcodecs_zarr3_names())
     assert names, "numcodecs.zarr3 exports no codec"
     assert names == written | skipped, sorted(names - written - skipped)
@@ -166,8 +193,10 @@ def test_corpus_summary(corpus, capsys):
     counts = corpus_mod.count_arrays(corpus)
     lines = [f"interop corpus: {len(corpus.stores)} stores"]
     for writer, (raw, other) in counts.items():
-        lines.append(f"  {writer}: {raw + other} arrays ({raw} compared byte for byte, "
-                     f"{other} without a raw form)")
+        lines.append(
+            f"  {writer}: {raw + other} arrays ({raw} compared byte for byte, "
+            f"{other} without a raw form)"
+        )
     lines += [f"  skipped {line}" for line in corpus.skipped]
     with capsys.disabled():
         print("\n" + "\n".join(lines))

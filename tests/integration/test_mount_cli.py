@@ -493,12 +493,18 @@ def _through_mount(source, mnt, options: str) -> subprocess.CompletedProcess:
     found = shutil.which("zarrmount", path=SAFE_PATH)
     if found is None or os.path.realpath(found) != os.path.realpath(zarrmount_exe()):
         pytest.skip(f"zarrmount on root's PATH is {found}, not this checkout's")
-    return subprocess.run(["mount", "-t", "fuse.zarrmount", str(source), mnt, "-o", options],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["mount", "-t", "fuse.zarrmount", str(source), mnt, "-o", options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize("options,writable", [("cache_size=64M", False), ("rw", False),
-                                              ("writable,cache_size=64M", True)])
+@pytest.mark.parametrize(
+    "options,writable",
+    [("cache_size=64M", False), ("rw", False), ("writable,cache_size=64M", True)],
+)
 def test_through_mount8_rw_needs_writable(tmp_path, scratch_mountpoint, options, writable):
     """mount(8) adds "rw" whenever "ro" is not given: only "writable" makes a mount so."""
     store = rw_tools.make_store(tmp_path, "v3", rw_tools.SPECS["v3"])

@@ -83,8 +83,13 @@ def test_rw_mount_changes_nothing_but_chunks(store):
                 continue
             with pytest.raises(OSError) as e:
                 call()
-            assert e.value.errno in (errno.EPERM, errno.EINVAL, errno.EROFS,
-                                     errno.EACCES, errno.ENOTSUP), f"{what}: {e.value}"
+            assert e.value.errno in (
+                errno.EPERM,
+                errno.EINVAL,
+                errno.EROFS,
+                errno.EACCES,
+                errno.ENOTSUP,
+            ), f"{what}: {e.value}"
         m.assert_alive()
     after = tree_digest(store)
     assert after.pop(".zarrmount.lock")  # the writer's lock: the one file an rw mount adds
@@ -93,8 +98,7 @@ def test_rw_mount_changes_nothing_but_chunks(store):
 
 def nobody_reads(path: str) -> bool:
     """Whether user nobody can read ``path`` (a system tool: our venv may be root's only)."""
-    done = subprocess.run(["cat", path], capture_output=True, timeout=30, user=NOBODY,
-                          group=NOBODY)
+    done = subprocess.run(["cat", path], capture_output=True, timeout=30, user=NOBODY, group=NOBODY)
     assert done.returncode == 0 or b"Permission denied" in done.stderr, done.stderr
     return done.returncode == 0
 

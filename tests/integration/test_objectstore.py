@@ -31,13 +31,19 @@ DATA = {
 
 def _write_hierarchies(v2_store, v3_store) -> None:
     g2 = zarr.open_group(v2_store, mode="w", zarr_format=2)
-    g2.create_array("a", shape=(200, 300), chunks=(64, 64), dtype="<i4",
-                    compressors=numcodecs.Blosc(cname="lz4"))[:] = DATA["a"]
+    g2.create_array(
+        "a",
+        shape=(200, 300),
+        chunks=(64, 64),
+        dtype="<i4",
+        compressors=numcodecs.Blosc(cname="lz4"),
+    )[:] = DATA["a"]
     zarr.consolidate_metadata(v2_store)
     g3 = zarr.open_group(v3_store, mode="w", zarr_format=3)
     g3.create_array("plain", shape=(130, 70), chunks=(32, 32), dtype="<f8")[:] = DATA["plain"]
-    g3.create_array("sub/sharded", shape=(100, 90), chunks=(16, 16), shards=(64, 64),
-                    dtype="<u2")[:] = DATA["sharded"]
+    g3.create_array("sub/sharded", shape=(100, 90), chunks=(16, 16), shards=(64, 64), dtype="<u2")[
+        :
+    ] = DATA["sharded"]
     zarr.consolidate_metadata(v3_store)
 
 
@@ -58,10 +64,10 @@ def s3():
 
         s3fs.S3FileSystem(endpoint_url=url).mkdir("bkt")
         opts = {"endpoint_url": url}
-        _write_hierarchies(zarr.storage.FsspecStore.from_url("s3://bkt/v2.zarr",
-                                                             storage_options=opts),
-                           zarr.storage.FsspecStore.from_url("s3://bkt/v3.zarr",
-                                                             storage_options=opts))
+        _write_hierarchies(
+            zarr.storage.FsspecStore.from_url("s3://bkt/v2.zarr", storage_options=opts),
+            zarr.storage.FsspecStore.from_url("s3://bkt/v3.zarr", storage_options=opts),
+        )
         proxy = FaultProxy(url)
         try:
             yield url, proxy
@@ -85,9 +91,16 @@ def test_s3_read_write_reaches_the_store(s3):
     import s3fs
 
     fs = s3fs.S3FileSystem(endpoint_url=url)
-    zarr.create_array(zarr.storage.FsspecStore.from_url(
-        "s3://bkt/rw.zarr", storage_options={"endpoint_url": url}),
-        shape=(40, 50), chunks=(16, 16), dtype="<i2", zarr_format=3, fill_value=0)
+    zarr.create_array(
+        zarr.storage.FsspecStore.from_url(
+            "s3://bkt/rw.zarr", storage_options={"endpoint_url": url}
+        ),
+        shape=(40, 50),
+        chunks=(16, 16),
+        dtype="<i2",
+        zarr_format=3,
+        fill_value=0,
+    )
     new = np.arange(2000, dtype="<i2").reshape(40, 50)
     with mounted("s3://bkt/rw.zarr", ["rw", f"so.endpoint_url={url}"], tag="s3rw") as m:
         fd = os.open(m.p("array"), os.O_RDWR)
@@ -97,8 +110,11 @@ def test_s3_read_write_reaches_the_store(s3):
         finally:
             os.close(fd)
         fs.invalidate_cache()
-        got = zarr.open_array(zarr.storage.FsspecStore.from_url(
-            "s3://bkt/rw.zarr", storage_options={"endpoint_url": url}, read_only=True))[:]
+        got = zarr.open_array(
+            zarr.storage.FsspecStore.from_url(
+                "s3://bkt/rw.zarr", storage_options={"endpoint_url": url}, read_only=True
+            )
+        )[:]
         assert np.array_equal(got, new)
         chunk_keys = [k for k in fs.find("bkt/rw.zarr") if "/c/" in k]
         assert len(chunk_keys) == 12  # 3 x 4 chunks, one PUT each, none all fill

@@ -305,8 +305,7 @@ def test_failed_write_back_fails_fsync_and_is_retried(s3, fault):
             os.fsync(fd)
         finally:
             os.close(fd)
-        stored = [r.path for r in fault.data_requests
-                  if r.method == "PUT" and r.outcome == "200"]
+        stored = [r.path for r in fault.data_requests if r.method == "PUT" and r.outcome == "200"]
         assert sorted(stored) == sorted(set(stored)) and len(stored) == 4, stored
     got = zarr.open_array(zarr_s3_store(url, s3.url, read_only=True), mode="r")[:]
     np.testing.assert_array_equal(got, data)

@@ -41,12 +41,15 @@ def data(s3):
         "seqsh": rng.integers(0, 1000, (256, 1024), dtype="<u2"),  # 4 shards, 64 inner
     }
     root = zarr.open_group(zarr_s3_store(URL, s3.url), mode="w", zarr_format=3)
-    root.create_array("seq1d", shape=(1 << 20,), chunks=(32768,), dtype="<f8",
-                      compressors=None)[:] = arrays["seq1d"]
-    root.create_array("seq2d", shape=(512, 1024), chunks=(64, 256), dtype="<f4",
-                      compressors=ZstdCodec(level=1))[:] = arrays["seq2d"]
-    root.create_array("seqsh", shape=(256, 1024), chunks=(32, 128), shards=(128, 512),
-                      dtype="<u2")[:] = arrays["seqsh"]
+    root.create_array("seq1d", shape=(1 << 20,), chunks=(32768,), dtype="<f8", compressors=None)[
+        :
+    ] = arrays["seq1d"]
+    root.create_array(
+        "seq2d", shape=(512, 1024), chunks=(64, 256), dtype="<f4", compressors=ZstdCodec(level=1)
+    )[:] = arrays["seq2d"]
+    root.create_array("seqsh", shape=(256, 1024), chunks=(32, 128), shards=(128, 512), dtype="<u2")[
+        :
+    ] = arrays["seqsh"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "consolidated metadata is not in the v3 spec"
         zarr.consolidate_metadata(zarr_s3_store(URL, s3.url))
@@ -73,8 +76,9 @@ def _settled(m, expected: int, timeout: float = 10.0) -> int:
 
 
 def _dd(src: str, dst) -> None:
-    subprocess.run(["dd", f"if={src}", f"of={dst}", "bs=1M", "status=none"], check=True,
-                   timeout=120)
+    subprocess.run(
+        ["dd", f"if={src}", f"of={dst}", "bs=1M", "status=none"], check=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("name,nchunks", [("seq1d", 32), ("seq2d", 32)])
@@ -87,8 +91,11 @@ def test_dd_with_latency_fetches_each_chunk_once(data, proxy, tmp_path, name, nc
         _dd(m.p(name), tmp_path / "out")
         assert (tmp_path / "out").read_bytes() == data[name]
         assert _settled(m, nchunks) == nchunks
-        gets = [r.path for r in proxy.requests
-                if r.method == "GET" and re.search(rf"/{name}/c/[\d/]+$", r.path)]
+        gets = [
+            r.path
+            for r in proxy.requests
+            if r.method == "GET" and re.search(rf"/{name}/c/[\d/]+$", r.path)
+        ]
         assert len(gets) == nchunks and len(set(gets)) == nchunks, sorted(gets)
         stats = m.stats()
         assert stats["store_errors"] == 0 and stats["store_lists"] == 0
@@ -103,8 +110,9 @@ def test_dd_sharded_with_latency(data, proxy, tmp_path):
         _dd(m.p("seqsh"), tmp_path / "out")
         assert (tmp_path / "out").read_bytes() == data["seqsh"]
         assert _settled(m, 64 + 4) == 64 + 4
-        gets = [(r.path, r.range) for r in proxy.requests
-                if r.method == "GET" and "/seqsh/c/" in r.path]
+        gets = [
+            (r.path, r.range) for r in proxy.requests if r.method == "GET" and "/seqsh/c/" in r.path
+        ]
         assert len(gets) == 68 and len(set(gets)) == 68
         assert all(rng for _, rng in gets)
 

@@ -122,7 +122,8 @@ def test_requests_on_the_read_path(s3_data, s3, proxy):
         shard_re = r"/sub/sharded/c/\d+/\d+$"
         fs = s3fs_for(s3.url)
         shard_sizes = {
-            "/" + k: fs.size(k) for k in fs.find(s3_data.v3[5:] + "/sub/sharded")
+            "/" + k: fs.size(k)
+            for k in fs.find(s3_data.v3[5:] + "/sub/sharded")
             if re.search(shard_re, "/" + k)
         }
         assert len(shard_sizes) == 4
@@ -133,8 +134,9 @@ def test_requests_on_the_read_path(s3_data, s3, proxy):
 
             buf = mmap.mmap(-1, 4096)
             assert os.preadv(fd, [buf], 0) == 4096
-            want = expected_bytes(s3_data.oracle(s3_data.v3), "v3", "sub/sharded",
-                                  m.p("sub/sharded"))
+            want = expected_bytes(
+                s3_data.oracle(s3_data.v3), "v3", "sub/sharded", m.p("sub/sharded")
+            )
             assert bytes(buf) == want[:4096]
         finally:
             os.close(fd)
@@ -144,8 +146,9 @@ def test_requests_on_the_read_path(s3_data, s3, proxy):
         # elements = rows 0-22 of 90 columns = inner chunk rows 0-1, all 6 inner columns
         expected = set()
         elements = np.arange(2048)
-        inner = {(int(r) // 16, int(c) // 16)
-                 for r, c in zip(elements // 90, elements % 90, strict=True)}
+        inner = {
+            (int(r) // 16, int(c) // 16) for r, c in zip(elements // 90, elements % 90, strict=True)
+        }
         for ir, ic in inner:
             path = f"/{s3_data.v3[5:]}/sub/sharded/c/{ir // 4}/{ic // 4}"
             shard = fs.cat_file(path[1:])
@@ -175,8 +178,9 @@ def test_read_write_reaches_the_store(s3, proxy):
     store = zarr_s3_store(url, s3.url)
     root = zarr.open_group(store, mode="w", zarr_format=3)
     root.create_array("dense", shape=(40, 50), chunks=(16, 16), dtype="<i2", fill_value=0)
-    root.create_array("sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="<u4",
-                      fill_value=0)
+    root.create_array(
+        "sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="<u4", fill_value=0
+    )
     dense = (np.arange(2000, dtype="<i2").reshape(40, 50) % 1000 + 1).astype("<i2")
     sharded = np.arange(1, 4097, dtype="<u4").reshape(64, 64)
     proxy.clear()
@@ -198,8 +202,7 @@ def test_read_write_reaches_the_store(s3, proxy):
             os.fsync(fd)
         finally:
             os.close(fd)
-        puts = [r.path for r in proxy.data_requests
-                if r.method == "PUT" and "/sharded/" in r.path]
+        puts = [r.path for r in proxy.data_requests if r.method == "PUT" and "/sharded/" in r.path]
         assert sorted(puts) == sorted(set(puts)) and len(puts) == 4, puts  # 2 x 2 shards
 
         # chunk (0, 0) of dense back to the fill value: deleted, not stored
@@ -216,7 +219,8 @@ def test_read_write_reaches_the_store(s3, proxy):
         puts_before_unmount = proxy.count("PUT", lease=False)  # the lease's are no data
         assert m.stats()["store_errors"] == 0
     assert proxy.count("PUT", lease=False) == puts_before_unmount, (
-        "data stored again at close/unmount")
+        "data stored again at close/unmount"
+    )
     assert puts_before_unmount == 12 + 4
 
     check = zarr.open_group(zarr_s3_store(url, s3.url, read_only=True), mode="r")
@@ -238,8 +242,9 @@ def test_read_write_partial_chunk_v2(s3, proxy):
     url = f"s3://{BUCKET}/rw/v2.zarr"
     root = zarr.open_group(zarr_s3_store(url, s3.url), mode="w", zarr_format=2)
     data = np.random.default_rng(5).standard_normal((30, 30))
-    root.create_array("a", shape=(30, 30), chunks=(10, 10), dtype="<f8",
-                      compressors=numcodecs.Zlib(level=1))[:] = data
+    root.create_array(
+        "a", shape=(30, 30), chunks=(10, 10), dtype="<f8", compressors=numcodecs.Zlib(level=1)
+    )[:] = data
     proxy.clear()
     with mounted(url, ["rw", f"so.endpoint_url={proxy.url}"], tag="s3rw2") as m:
         fd = os.open(m.p("a"), os.O_RDWR)

@@ -33,7 +33,7 @@ class Source:
         self.url = url
         self.endpoint = endpoint
         self.fs = s3fs_for(endpoint)
-        self.lease_key = f"{url[len('s3://'):]}/{LOCK_NAME}"
+        self.lease_key = f"{url[len('s3://') :]}/{LOCK_NAME}"
 
     @property
     def options(self) -> list[str]:
@@ -53,12 +53,12 @@ def source(request, s3):
     the lease object lives beside the root metadata."""
     url = f"s3://{BUCKET}/lease-{uuid.uuid4().hex[:12]}/data.zarr"
     root = zarr.open_group(zarr_s3_store(url, s3.url), mode="w", zarr_format=request.param)
-    root.create_array("a", shape=(20, 30), chunks=(8, 8), dtype="<i4", fill_value=0)[:] = (
-        np.arange(600, dtype="<i4").reshape(20, 30)
-    )
+    root.create_array("a", shape=(20, 30), chunks=(8, 8), dtype="<i4", fill_value=0)[:] = np.arange(
+        600, dtype="<i4"
+    ).reshape(20, 30)
     src = Source(url, s3.url)
     yield src
-    src.fs.rm(url[len("s3://"):].rsplit("/", 1)[0], recursive=True)
+    src.fs.rm(url[len("s3://") :].rsplit("/", 1)[0], recursive=True)
 
 
 def test_second_rw_mount_is_refused_naming_the_first(source):
@@ -71,8 +71,9 @@ def test_second_rw_mount_is_refused_naming_the_first(source):
         assert held is not None and first.path in held["holder"]
         assert held["pid"] == first.proc.pid
 
-        with pytest.raises(MountFailed) as e, rw_tools.rw_mount(
-            source.url, source.options, tag="lease2"
+        with (
+            pytest.raises(MountFailed) as e,
+            rw_tools.rw_mount(source.url, source.options, tag="lease2"),
         ):
             pass
         assert "mounted read-write already" in str(e.value)

@@ -28,17 +28,43 @@ CACHE = int(os.environ.get("ZARRMOUNT_SOAK_CACHE_MIB", "32")) * MIB
 
 # Mount name: (cache size, writeback delay, {array name: spec})
 MOUNTS = {
-    "v2": (CACHE, 2, {
-        "zstd": dict(zarr_format=2, shape=(1500, 5000), chunks=(100, 300), dtype=">i4",
-                     compressors=numcodecs.Zstd(level=1), fill_value=7),
-    }),
-    "v3": (CACHE, 1, {
-        "sharded-blosc": dict(zarr_format=3, shape=(4000, 4000), chunks=(100, 100),
-                              shards=(400, 800), dtype="<u2", fill_value=3,
-                              compressors=zarr.codecs.BloscCodec(cname="lz4")),
-        "gzip": dict(zarr_format=3, shape=(800, 5000), chunks=(64, 500), dtype="<i8",
-                     compressors=zarr.codecs.GzipCodec(level=1), fill_value=0),
-    }),
+    "v2": (
+        CACHE,
+        2,
+        {
+            "zstd": dict(
+                zarr_format=2,
+                shape=(1500, 5000),
+                chunks=(100, 300),
+                dtype=">i4",
+                compressors=numcodecs.Zstd(level=1),
+                fill_value=7,
+            ),
+        },
+    ),
+    "v3": (
+        CACHE,
+        1,
+        {
+            "sharded-blosc": dict(
+                zarr_format=3,
+                shape=(4000, 4000),
+                chunks=(100, 100),
+                shards=(400, 800),
+                dtype="<u2",
+                fill_value=3,
+                compressors=zarr.codecs.BloscCodec(cname="lz4"),
+            ),
+            "gzip": dict(
+                zarr_format=3,
+                shape=(800, 5000),
+                chunks=(64, 500),
+                dtype="<i8",
+                compressors=zarr.codecs.GzipCodec(level=1),
+                fill_value=0,
+            ),
+        },
+    ),
 }
 
 
@@ -56,9 +82,7 @@ def soak_mounts(mounts: dict, stores: dict, phases: int, seconds: float, **worke
     of ``seconds`` each; returns the report and the peak RSS (bytes) of each daemon,
     checking the store after every phase."""
     targets = {
-        s.name: soak.Target(s.name, s.read_bytes(), **workers)
-        for ss in stores.values()
-        for s in ss
+        s.name: soak.Target(s.name, s.read_bytes(), **workers) for ss in stores.values() for s in ss
     }
     total, peaks = soak.Report(), {mount: 0 for mount in mounts}
     for phase in range(phases):
@@ -77,8 +101,10 @@ def soak_mounts(mounts: dict, stores: dict, phases: int, seconds: float, **worke
             for s in stores[mount]:
                 assert_store_equals(s, targets[s.name].model(), f"after phase {phase + 1}")
         total.add(report)
-        print(f"\nphase {phase + 1}: {report.ops} operations, {report.verified / MIB:.0f} MiB "
-              f"verified, {len(report.errors)} errors, slowest {report.slowest:.2f} s")
+        print(
+            f"\nphase {phase + 1}: {report.ops} operations, {report.verified / MIB:.0f} MiB "
+            f"verified, {len(report.errors)} errors, slowest {report.slowest:.2f} s"
+        )
     return total, peaks
 
 
@@ -97,8 +123,10 @@ def assert_soak_held(mounts: dict, total: soak.Report, peaks: dict) -> None:
 def test_soak_concurrent_writers_readers_mmap_and_a_remount(tmp_path):
     stores = make_stores(tmp_path, MOUNTS)
     total, peaks = soak_mounts(MOUNTS, stores, 2, SOAK_S / 2, writers=3)
-    print(f"soak: {total.ops} operations, {total.verified / MIB:.0f} MiB verified, "
-          f"{len(total.errors)} errors, slowest {total.slowest:.2f} s")
+    print(
+        f"soak: {total.ops} operations, {total.verified / MIB:.0f} MiB verified, "
+        f"{len(total.errors)} errors, slowest {total.slowest:.2f} s"
+    )
     assert_soak_held(MOUNTS, total, peaks)
 
 

@@ -24,8 +24,15 @@ MARKER = b"OUTSIDE-THE-STORE-ROOT!!" * 4  # 96 bytes: a chunk of a (96,) uint8 a
 
 
 def _array(root, path: str, fmt: int, values: np.ndarray) -> None:
-    a = zarr.create_array(root, name=path, shape=values.shape, chunks=values.shape,
-                          dtype=values.dtype, zarr_format=fmt, compressors=None)
+    a = zarr.create_array(
+        root,
+        name=path,
+        shape=values.shape,
+        chunks=values.shape,
+        dtype=values.dtype,
+        zarr_format=fmt,
+        compressors=None,
+    )
     a[:] = values
 
 
@@ -84,8 +91,9 @@ def test_consolidated_keys_leaving_the_root_serve_nothing(tmp_path):
         "g/../../outside/arr/.zarray": zarray,
         "x/.zarray": zarray,
     }
-    (root / ".zmetadata").write_text(json.dumps({"zarr_consolidated_format": 1,
-                                                 "metadata": metadata}))
+    (root / ".zmetadata").write_text(
+        json.dumps({"zarr_consolidated_format": 1, "metadata": metadata})
+    )
     with mounted(root, tag="zmeta") as m:
         assert_nothing_outside_served(m.path, MARKER)
         assert read_file(m.p("healthy")) == bytes(range(96))
@@ -94,8 +102,12 @@ def test_consolidated_keys_leaving_the_root_serve_nothing(tmp_path):
 
 def test_rw_writes_never_leave_the_store_root(tmp_path):
     """An array whose chunk directory leads out: its writes fail, nothing lands outside."""
-    store = rw_tools.make_store(tmp_path, "arr", dict(
-        zarr_format=3, shape=(64,), chunks=(16,), dtype="u1", fill_value=0), initial="none")
+    store = rw_tools.make_store(
+        tmp_path,
+        "arr",
+        dict(zarr_format=3, shape=(64,), chunks=(16,), dtype="u1", fill_value=0),
+        initial="none",
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     os.symlink(outside, os.path.join(store.array_dir, "c"))

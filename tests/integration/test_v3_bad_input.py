@@ -55,7 +55,8 @@ def test_hidden_arrays_are_logged(live, bad):
     os.listdir(live.p("bad"))
     for path in bad.hidden:
         assert live.wait_for_log(path, timeout=3) is not None, (
-            f"no log line names {path!r}; log tail:\n{live.read_log()[-3000:]}")
+            f"no log line names {path!r}; log tail:\n{live.read_log()[-3000:]}"
+        )
 
 
 @pytest.mark.parametrize("path", FAULTS)
@@ -83,7 +84,8 @@ def test_fault_gives_eio_only_where_it_is(live, bad, path):
     assert e.value.errno == errno.EIO
     line = live.wait_for_log(fault.bad_key)
     assert line is not None, (
-        f"no log line names {fault.bad_key!r}; log tail:\n{live.read_log()[-3000:]}")
+        f"no log line names {fault.bad_key!r}; log tail:\n{live.read_log()[-3000:]}"
+    )
 
 
 def test_mount_survives_everything(live, bad):
@@ -109,14 +111,18 @@ def test_inspect_json_gives_reasons(bad):
     assert "string" in reasons["bad/vlen_string"] or "variable" in reasons["bad/vlen_string"]
 
 
-@pytest.mark.parametrize("text", [
-    '{"zarr_format": 3, "node_type": "group", "attributes": ',
-    '{"zarr_format": 3, "node_type": "group", "unknown_required": {"x": 1}}',
-    '{"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "string", '
-    '"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}}, '
-    '"chunk_key_encoding": {"name": "default"}, "fill_value": "", '
-    '"codecs": [{"name": "vlen-utf8"}]}',
-], ids=["malformed", "must_understand", "vlen_root_array"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"zarr_format": 3, "node_type": "group", "attributes": ',
+        '{"zarr_format": 3, "node_type": "group", "unknown_required": {"x": 1}}',
+        '{"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "string", '
+        '"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}}, '
+        '"chunk_key_encoding": {"name": "default"}, "fill_value": "", '
+        '"codecs": [{"name": "vlen-utf8"}]}',
+    ],
+    ids=["malformed", "must_understand", "vlen_root_array"],
+)
 def test_unreadable_root_document_fails_the_mount_cleanly(tmp_path, text):
     """Without -f: non-zero exit with a one-line reason, nothing left mounted."""
     src = tmp_path / "src.zarr"

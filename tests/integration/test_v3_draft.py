@@ -78,7 +78,7 @@ def test_uncached_reads(live, draft, path):
         for _ in range(20):
             off = int(rng.integers(0, n + 1))
             size = int(rng.integers(1, n - off + 9))
-            assert_bytes_equal(os.pread(fd, size, off), case.expected[off:off + size], None)
+            assert_bytes_equal(os.pread(fd, size, off), case.expected[off : off + size], None)
     finally:
         os.close(fd)
 
@@ -111,6 +111,7 @@ def test_groups_and_attributes(live, draft):
 
 def test_fill_values_in_missing_chunks(live):
     """Independent spot checks of the fill value forms (bits, not only equality)."""
+
     def elem(path, index, dtype):
         dtype = np.dtype(dtype)
         with open(live.p(path), "rb") as f:

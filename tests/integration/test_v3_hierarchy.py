@@ -29,7 +29,8 @@ ARRAY_PATHS = sorted(DRY.arrays)
 GROUP_PATHS = sorted(DRY.groups)
 # arrays whose inner structure (shards, transposes, edges) random reads must exercise
 RANDOM_READ_PATHS = sorted(
-    p for p, a in DRY.arrays.items()
+    p
+    for p, a in DRY.arrays.items()
     if a.tags & {"shard", "keys"} or "transpose" in p or p.startswith(("raw/", "missing/"))
 )
 
@@ -62,7 +63,7 @@ def test_fixture_covers_what_it_claims(v3_main):
     assert doc["fill_value"] == "0x7fc00001"
     # partial shard: inner chunks marked missing in the index of shard (0, 0)
     raw = (root / "shard/partial/c/0/0").read_bytes()
-    index = np.frombuffer(raw[-(16 * 12 + 4):-4], "<u8").reshape(12, 2)
+    index = np.frombuffer(raw[-(16 * 12 + 4) : -4], "<u8").reshape(12, 2)
     assert (index == 2**64 - 1).all(axis=1).any()
     assert not (index == 2**64 - 1).all(axis=1).all()
 
@@ -99,15 +100,21 @@ def test_uncached_random_reads(live, v3_main, path):
     try:
         for off, size in ranges:
             got = os.pread(fd, size, off)
-            assert_bytes_equal(got, case.expected[off:off + size], None)
+            assert_bytes_equal(got, case.expected[off : off + size], None)
     finally:
         os.close(fd)
 
 
 def test_array_xattrs_are_listed(live, v3_main):
-    required = {"user.zarr.dtype", "user.zarr.shape", "user.zarr.chunks",
-                "user.zarr.fill_value", "user.zarr.codecs", "user.zarr.format",
-                "user.zarr.attributes"}
+    required = {
+        "user.zarr.dtype",
+        "user.zarr.shape",
+        "user.zarr.chunks",
+        "user.zarr.fill_value",
+        "user.zarr.codecs",
+        "user.zarr.format",
+        "user.zarr.attributes",
+    }
     problems = {}
     for path, case in v3_main.arrays.items():
         names = set(os.listxattr(live.p(path)))
@@ -132,8 +139,7 @@ def test_group_directory_and_attributes(live, v3_main, path):
 
 
 def test_nested_groups(live):
-    assert sorted(os.listdir(live.p("g1"))) == ["attrs_only", "empty_group", "g2",
-                                                "partial_dims"]
+    assert sorted(os.listdir(live.p("g1"))) == ["attrs_only", "empty_group", "g2", "partial_dims"]
     assert os.listdir(live.p("g1/empty_group")) == []
     assert os.listdir(live.p("g1/g2")) == ["g3"]
     assert os.listdir(live.p("g1/g2/g3")) == ["leaf"]
@@ -141,10 +147,8 @@ def test_nested_groups(live):
     assert attrs["uni"] == "漢字 ß é"
     leaf = live.p("g1/g2/g3/leaf")
     assert v3.getxattr_json(leaf, "user.zarr.dimension_names") == ["t", "y", "x"]
-    assert v3.getxattr_json(leaf, "user.zarr.attributes") == {"units": "K",
-                                                              "scale": [1.0, 0.5]}
-    assert v3.getxattr_json(live.p("g1/partial_dims"),
-                            "user.zarr.dimension_names") == [None, "x"]
+    assert v3.getxattr_json(leaf, "user.zarr.attributes") == {"units": "K", "scale": [1.0, 0.5]}
+    assert v3.getxattr_json(live.p("g1/partial_dims"), "user.zarr.dimension_names") == [None, "x"]
 
 
 def test_metadata_documents_are_not_files(live):
@@ -170,19 +174,22 @@ def _bits(hex_text: str, itemsize: int, order: str) -> bytes:
     return int(hex_text, 16).to_bytes(itemsize, "big" if order == ">" else "little")
 
 
-@pytest.mark.parametrize("path,itemsize,order,pattern", [
-    ("fill/float32_hex_nan_payload", 4, "<", "0x7fc00001"),
-    ("fill/float32_hex_neg_nan", 4, "<", "0xffc00000"),
-    ("fill/float64_hex_nan_payload", 8, "<", "0x7ff8000000000123"),
-    ("fill/float16_hex_nan", 2, "<", "0x7e01"),
-    ("fill/float32_nan", 4, "<", "0x7fc00000"),
-    ("fill/float32_neg_zero", 4, "<", "0x80000000"),
-    ("fill/float32_hex_be", 4, ">", "0x7fc00001"),
-    ("fill/float16_be", 2, ">", "0x3c01"),
-    ("fill/complex64_hex_payloads", 8, "<", "0xffc000027fc00001"),  # imag, real (LE pair)
-    ("fill/datetime64_nat", 8, "<", "0x8000000000000000"),
-    ("fill/timedelta64_nat", 8, "<", "0x8000000000000000"),
-])
+@pytest.mark.parametrize(
+    "path,itemsize,order,pattern",
+    [
+        ("fill/float32_hex_nan_payload", 4, "<", "0x7fc00001"),
+        ("fill/float32_hex_neg_nan", 4, "<", "0xffc00000"),
+        ("fill/float64_hex_nan_payload", 8, "<", "0x7ff8000000000123"),
+        ("fill/float16_hex_nan", 2, "<", "0x7e01"),
+        ("fill/float32_nan", 4, "<", "0x7fc00000"),
+        ("fill/float32_neg_zero", 4, "<", "0x80000000"),
+        ("fill/float32_hex_be", 4, ">", "0x7fc00001"),
+        ("fill/float16_be", 2, ">", "0x3c01"),
+        ("fill/complex64_hex_payloads", 8, "<", "0xffc000027fc00001"),  # imag, real (LE pair)
+        ("fill/datetime64_nat", 8, "<", "0x8000000000000000"),
+        ("fill/timedelta64_nat", 8, "<", "0x8000000000000000"),
+    ],
+)
 def test_fill_value_bit_patterns(live, path, itemsize, order, pattern):
     """Missing chunk 0 (elements 0-2) reads as exactly the fill value's bits (NaN payload,
     sign of zero), in the file's byte order; independent of zarr-python."""
@@ -212,7 +219,7 @@ def test_raw_types_fill_bytes(live):
     """``r*`` fill values are lists of bytes, stored as they are."""
     raw = read_file(live.p("raw/r24"))
     # chunk (0, 1) holds elements (0..2, 2..3); it is missing ((0 + 1) % 3 == 1)
-    assert raw[2 * 3:3 * 3] == bytes([255, 0, 9])
+    assert raw[2 * 3 : 3 * 3] == bytes([255, 0, 9])
     label = os.getxattr(live.p("raw/r16"), "user.zarr.dtype").decode()
     assert np.dtype(label) == np.dtype("V2"), label
 
@@ -224,7 +231,8 @@ def test_conventions(live, v3_main):
     assert sorted(got, key=lambda c: c["uuid"]) == sorted(want, key=lambda c: c["uuid"])
     a = live.p("conv/valid_group/valid_array")
     assert v3.getxattr_json(a, "user.zarr.conventions") == [
-        {"uuid": v3.UUID_C, "name": "multiscales", "version": "0.2.0"}]
+        {"uuid": v3.UUID_C, "name": "multiscales", "version": "0.2.0"}
+    ]
     # the full attributes stay available as they are
     assert v3.getxattr_json(g, "user.zarr.attributes") == v3_main.groups["conv/valid_group"]
     # no conventions: no attribute
@@ -253,7 +261,8 @@ def test_malformed_conventions_warn_but_show(live, v3_main):
         if line is None:
             line = live.wait_for_log(path, timeout=3)
         assert line is not None and "convention" in line.lower(), (
-            f"no warning naming {path!r}; log:\n{live.read_log()[-3000:]}")
+            f"no warning naming {path!r}; log:\n{live.read_log()[-3000:]}"
+        )
         assert "WARNING" in line.upper(), line
 
 
@@ -281,15 +290,19 @@ def test_inspect_json_describes_every_array(v3_main):
             problems.append(f"{path}: chunks {n.get('chunks')} != {list(case.chunks)}")
         if (n.get("shards") or None) != (list(case.shards) if case.shards else None):
             problems.append(f"{path}: shards {n.get('shards')} != {case.shards}")
-        why = v3.dtype_label_matches(n.get("dtype", ""), case.dtype) if isinstance(
-            n.get("dtype"), str) else f"dtype {n.get('dtype')!r}"
+        why = (
+            v3.dtype_label_matches(n.get("dtype", ""), case.dtype)
+            if isinstance(n.get("dtype"), str)
+            else f"dtype {n.get('dtype')!r}"
+        )
         if why:
             problems.append(f"{path}: {why}")
         if str(n.get("format")) != "3":
             problems.append(f"{path}: format {n.get('format')!r}")
         codecs = n.get("codecs")
         if not isinstance(codecs, dict) or v3.normalize_codecs(
-                codecs.get("codecs", [])) != v3.normalize_codecs(case.doc["codecs"]):
+            codecs.get("codecs", [])
+        ) != v3.normalize_codecs(case.doc["codecs"]):
             problems.append(f"{path}: codecs {codecs!r}")
     for path in v3_main.groups:
         n = nodes.get(path)
@@ -341,7 +354,7 @@ def test_concurrent_uncached_reads_of_shards(live, v3_main):
                 got = os.pread(fd, size, off)
             finally:
                 os.close(fd)
-            if got != case.expected[off:off + size]:
+            if got != case.expected[off : off + size]:
                 errors.append(f"{path} [{off}:{off + size}]")
         return errors
 
@@ -379,11 +392,25 @@ def test_huge_sparse_arrays(tmp_path):
     shape = (1_000_000, 1_000_000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        zarr.create_array(str(root), name="plain", shape=shape, chunks=(1000, 1000),
-                          dtype="|u1", fill_value=7, zarr_format=3)
-        s = zarr.create_array(str(root), name="sharded", shape=shape, chunks=(1000, 1000),
-                              shards=(100_000, 100_000), dtype="<u2", fill_value=513,
-                              zarr_format=3)
+        zarr.create_array(
+            str(root),
+            name="plain",
+            shape=shape,
+            chunks=(1000, 1000),
+            dtype="|u1",
+            fill_value=7,
+            zarr_format=3,
+        )
+        s = zarr.create_array(
+            str(root),
+            name="sharded",
+            shape=shape,
+            chunks=(1000, 1000),
+            shards=(100_000, 100_000),
+            dtype="<u2",
+            fill_value=513,
+            zarr_format=3,
+        )
         s[999_999, 999_998:] = [1, 2]  # the very last shard holds two elements
     with mounted(root, tag="v3huge") as m:
         plain, sharded = m.p("plain"), m.p("sharded")

@@ -47,7 +47,7 @@ def test_4k_pread_fetches_index_and_at_most_one_inner_chunk(big, options):
     with mounted(big["root"], options, tag="v3big") as m:
         k = 41
         got, before, after = _one_pread(m, big, k)
-        assert got == big["expected"][k * MIB:k * MIB + 4096]
+        assert got == big["expected"][k * MIB : k * MIB + 4096]
         fetched = after["store_get_bytes"] - before["store_get_bytes"]
         gets = after["store_gets"] - before["store_gets"]
         bound = big["index_nbytes"] + big["inner_nbytes"][k]
@@ -58,15 +58,17 @@ def test_4k_pread_fetches_index_and_at_most_one_inner_chunk(big, options):
         k2 = 7
         with open(m.p(big["path"]), "rb") as f:
             s0 = m.stats()
-            assert os.pread(f.fileno(), 4096, k2 * MIB) == big["expected"][
-                k2 * MIB:k2 * MIB + 4096]
+            assert (
+                os.pread(f.fileno(), 4096, k2 * MIB) == big["expected"][k2 * MIB : k2 * MIB + 4096]
+            )
             s1 = m.stats()
         assert s1["store_get_bytes"] - s0["store_get_bytes"] <= big["inner_nbytes"][k2]
         m.assert_alive()
 
 
-@pytest.mark.parametrize("options,want", [((), 1024), (("read_ahead_kb=256",), 256)],
-                         ids=["default", "256"])
+@pytest.mark.parametrize(
+    "options,want", [((), 1024), (("read_ahead_kb=256",), 256)], ids=["default", "256"]
+)
 def test_read_ahead_kb_option(big, tmp_path, options, want):
     """Without -f the command returns once the mount is ready, read-ahead included."""
     log = tmp_path / "daemon.log"
@@ -74,7 +76,7 @@ def test_read_ahead_kb_option(big, tmp_path, options, want):
         assert bg.result.returncode == 0, bg.result.stderr
         assert read_ahead_kb(bg.path) == want
         with open(os.path.join(bg.path, big["path"]), "rb") as f:
-            assert os.pread(f.fileno(), 16, 3 * MIB) == big["expected"][3 * MIB:3 * MIB + 16]
+            assert os.pread(f.fileno(), 16, 3 * MIB) == big["expected"][3 * MIB : 3 * MIB + 16]
 
 
 def test_whole_big_file_reads(big):

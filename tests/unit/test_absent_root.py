@@ -22,8 +22,9 @@ from zarrmount.vfs import Filesystem, FsError
 @pytest.mark.parametrize("fmt", [2, 3])
 def test_absent_chunks_of_a_vanished_store_fail_and_nothing_is_kept(tmp_path, fmt):
     root = str(tmp_path / "data.zarr")
-    a = zarr.create_array(root, shape=(40,), chunks=(10,), dtype="<i2", fill_value=-7,
-                          zarr_format=fmt)
+    a = zarr.create_array(
+        root, shape=(40,), chunks=(10,), dtype="<i2", fill_value=-7, zarr_format=fmt
+    )
     a[:10] = np.arange(10)  # chunks 1, 2 and 3 are absent
     expected = np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))

@@ -45,20 +45,32 @@ ROOT = pyfuse3.ROOT_INODE
 
 # path: create_array keywords (shape, chunks and dtype are also the test's expectations)
 V2_ARRAYS = {
-    "a": dict(shape=(23, 17), chunks=(8, 6), dtype="<i4", compressors=numcodecs.Zstd(level=1),
-              fill_value=-7, order="F", attributes={"long_name": "a", "n": [1, 2]}),
-    "grp/sub/b": dict(shape=(41,), chunks=(8,), dtype=">f8",
-                      compressors=numcodecs.Zstd(level=1), fill_value=1.5),
-    "grp/c": dict(shape=(5, 3, 4), chunks=(2, 3, 4), dtype="u1", compressors=None,
-                  fill_value=9),
+    "a": dict(
+        shape=(23, 17),
+        chunks=(8, 6),
+        dtype="<i4",
+        compressors=numcodecs.Zstd(level=1),
+        fill_value=-7,
+        order="F",
+        attributes={"long_name": "a", "n": [1, 2]},
+    ),
+    "grp/sub/b": dict(
+        shape=(41,), chunks=(8,), dtype=">f8", compressors=numcodecs.Zstd(level=1), fill_value=1.5
+    ),
+    "grp/c": dict(shape=(5, 3, 4), chunks=(2, 3, 4), dtype="u1", compressors=None, fill_value=9),
 }
 V3_ARRAYS = {
-    "x": dict(shape=(30, 20), chunks=(8, 8), dtype="<u2", dimension_names=("y", "x"),
-              attributes={"units": "m"}),
-    "deep/er/s": dict(shape=(40, 24), chunks=(4, 8), shards=(8, 24), dtype="<f4",
-                      fill_value=2.5),
-    "deep/be": dict(shape=(9,), chunks=(4,), dtype=">i8",
-                    serializer=BytesCodec(endian="big"), compressors=None),
+    "x": dict(
+        shape=(30, 20),
+        chunks=(8, 8),
+        dtype="<u2",
+        dimension_names=("y", "x"),
+        attributes={"units": "m"},
+    ),
+    "deep/er/s": dict(shape=(40, 24), chunks=(4, 8), shards=(8, 24), dtype="<f4", fill_value=2.5),
+    "deep/be": dict(
+        shape=(9,), chunks=(4,), dtype=">i8", serializer=BytesCodec(endian="big"), compressors=None
+    ),
     "deep/empty": dict(shape=(0, 5), chunks=(2, 5), dtype="<f8"),
 }
 LAYOUTS = {
@@ -228,8 +240,16 @@ async def listdir(ops: Operations, ino: int) -> list[tuple[bytes, pyfuse3.EntryA
 
 
 def same_attributes(a: pyfuse3.EntryAttributes, b: pyfuse3.EntryAttributes) -> None:
-    for field in ("st_ino", "st_mode", "st_nlink", "st_uid", "st_gid", "st_size",
-                  "st_blocks", "st_mtime_ns"):
+    for field in (
+        "st_ino",
+        "st_mode",
+        "st_nlink",
+        "st_uid",
+        "st_gid",
+        "st_size",
+        "st_blocks",
+        "st_mtime_ns",
+    ):
         assert getattr(a, field) == getattr(b, field), field
 
 
@@ -264,8 +284,9 @@ def test_tree_matches_zarr_python(stores, layout):
                 assert entry.st_nlink == 2
             same_attributes(entry, await ops.getattr(entry.st_ino, CTX))
             parent = path.rpartition("/")[0]
-            assert (await ops.lookup(inos[parent], os.fsencode(path.rpartition("/")[2]),
-                                     CTX)).st_ino == entry.st_ino
+            assert (
+                await ops.lookup(inos[parent], os.fsencode(path.rpartition("/")[2]), CTX)
+            ).st_ino == entry.st_ino
             if nodes[path] == "group":  # supports_dot_lookup: "." and ".." are looked up
                 assert (await ops.lookup(entry.st_ino, b".", CTX)).st_ino == entry.st_ino
                 assert (await ops.lookup(entry.st_ino, b"..", CTX)).st_ino == inos[parent]
@@ -274,10 +295,7 @@ def test_tree_matches_zarr_python(stores, layout):
         assert len(set(inos.values())) == len(inos)
 
         for group in [""] + [p for p, kind in nodes.items() if kind == "group"]:
-            expected = sorted(
-                p.rpartition("/")[2] for p in nodes
-                if p.rpartition("/")[0] == group
-            )
+            expected = sorted(p.rpartition("/")[2] for p in nodes if p.rpartition("/")[0] == group)
             entries = await listdir(ops, inos[group])
             assert [os.fsdecode(name) for name, _, _ in entries] == expected
             assert [next_id for _, _, next_id in entries] == list(range(1, len(expected) + 1))
@@ -292,8 +310,11 @@ def test_options_set_owner_and_mode(stores):
     ops = make_ops(stores["v2"], uid=1234, gid=4321, umask=0o027)
 
     async def main(ops):
-        for path, perms, kind in (("", 0o550, stat.S_ISDIR), ("grp", 0o550, stat.S_ISDIR),
-                                  ("grp/sub/b", 0o440, stat.S_ISREG)):
+        for path, perms, kind in (
+            ("", 0o550, stat.S_ISDIR),
+            ("grp", 0o550, stat.S_ISDIR),
+            ("grp/sub/b", 0o440, stat.S_ISREG),
+        ):
             entry = await resolve(ops, path)
             assert kind(entry.st_mode) and stat.S_IMODE(entry.st_mode) == perms
             assert (entry.st_uid, entry.st_gid) == (1234, 4321)
@@ -304,8 +325,9 @@ def test_options_set_owner_and_mode(stores):
 @pytest.mark.parametrize("room", [1, 2, 3])
 def test_readdir_resumes_after_a_full_buffer(stores, room):
     root = stores["v3"]
-    expected = sorted(p.rpartition("/")[2] for p in members(root) if p.startswith("deep/")
-                      and p.count("/") == 1)
+    expected = sorted(
+        p.rpartition("/")[2] for p in members(root) if p.startswith("deep/") and p.count("/") == 1
+    )
     assert len(expected) == 4
     ops = make_ops(root)
 
@@ -387,8 +409,9 @@ def test_lookup_and_directory_errors(stores):
 
 # -- open, read, release ----------------------------------------------------------------
 
-ALL_ARRAYS = [(layout, path) for layout, (_, arrays, _) in sorted(LAYOUTS.items())
-              for path in arrays]
+ALL_ARRAYS = [
+    (layout, path) for layout, (_, arrays, _) in sorted(LAYOUTS.items()) for path in arrays
+]
 
 
 @pytest.mark.parametrize(("layout", "path"), ALL_ARRAYS)
@@ -445,8 +468,9 @@ def test_direct_io_option_reaches_the_file_info(stores):
 
 def test_concurrent_reads_keep_their_replies_apart(stores):
     """Reads in flight at once each get their own reply (the adapter reuses buffers)."""
-    jobs = [(layout, path) for layout, path in ALL_ARRAYS if layout == "v3"
-            and nbytes(V3_ARRAYS[path])]
+    jobs = [
+        (layout, path) for layout, path in ALL_ARRAYS if layout == "v3" and nbytes(V3_ARRAYS[path])
+    ]
     expected = {path: oracle(stores["v3"], path) for _, path in jobs}
     ops = make_ops(stores["v3"], cache_size=4096)  # small cache: reads keep loading
 
@@ -461,8 +485,7 @@ def test_concurrent_reads_keep_their_replies_apart(stores):
 
         handles = {}
         for _, path in jobs:
-            handles[path] = (await ops.open((await resolve(ops, path)).st_ino,
-                                            os.O_RDONLY, CTX)).fh
+            handles[path] = (await ops.open((await resolve(ops, path)).st_ino, os.O_RDONLY, CTX)).fh
         async with trio.open_nursery() as nursery:
             for i, (path, fh) in enumerate(handles.items()):
                 nursery.start_soon(reader, path, fh, 50 + 37 * i)
@@ -493,8 +516,7 @@ def test_array_xattrs_describe_the_metadata(stores, layout, path):
     }
     if fmt == 2:
         expected["user.zarr.order"] = spec.get("order", "C")
-        expected["user.zarr.codecs"] = {"filters": doc["filters"],
-                                        "compressor": doc["compressor"]}
+        expected["user.zarr.codecs"] = {"filters": doc["filters"], "compressor": doc["compressor"]}
     else:
         expected["user.zarr.codecs"] = {"codecs": doc["codecs"]}
     if "shards" in spec:
@@ -511,8 +533,11 @@ def test_array_xattrs_describe_the_metadata(stores, layout, path):
         for name, value in expected.items():
             raw = await ops.getxattr(ino, os.fsencode(name), CTX)
             assert type(raw) is bytes  # pyfuse3 needs bytes to size the reply (ERANGE)
-            got = raw.decode() if name in ("user.zarr.dtype", "user.zarr.format",
-                                           "user.zarr.order") else json.loads(raw)
+            got = (
+                raw.decode()
+                if name in ("user.zarr.dtype", "user.zarr.format", "user.zarr.order")
+                else json.loads(raw)
+            )
             assert got == value, name
         await expect(errno.ENODATA, ops.getxattr(ino, b"user.zarr.nonexistent", CTX))
         await expect(errno.ENODATA, ops.getxattr(ino, b"user.zarrmount.pid", CTX))  # root only
@@ -529,10 +554,14 @@ def test_directory_xattrs(stores, layout):
 
     async def main(ops):
         names = await ops.listxattr(ROOT, CTX)
-        assert sorted(names) == [b"user.zarr.attributes", b"user.zarrmount.pid",
-                                 b"user.zarrmount.stats"]
+        assert sorted(names) == [
+            b"user.zarr.attributes",
+            b"user.zarrmount.pid",
+            b"user.zarrmount.stats",
+        ]
         assert json.loads(await ops.getxattr(ROOT, b"user.zarr.attributes", CTX)) == {
-            "title": f"{layout} root"}
+            "title": f"{layout} root"
+        }
         assert await ops.getxattr(ROOT, b"user.zarrmount.pid", CTX) == str(os.getpid()).encode()
         stats = json.loads(await ops.getxattr(ROOT, b"user.zarrmount.stats", CTX))
         assert isinstance(stats, dict) and stats
@@ -582,8 +611,15 @@ def test_statfs_once_the_tree_is_listed(stores, layout):
 
 def fields(**update) -> SimpleNamespace:
     """pyfuse3.SetattrFields (its attributes cannot be set from Python)."""
-    names = ("update_atime", "update_mtime", "update_ctime", "update_mode", "update_uid",
-             "update_gid", "update_size")
+    names = (
+        "update_atime",
+        "update_mtime",
+        "update_ctime",
+        "update_mode",
+        "update_uid",
+        "update_gid",
+        "update_size",
+    )
     return SimpleNamespace(**{n: update.get(n.removeprefix("update_"), False) for n in names})
 
 
@@ -612,24 +648,39 @@ def test_read_only_mount_refuses_writes_with_erofs(stores):
         entry = await resolve(ops, "x")
         ino, size = entry.st_ino, entry.st_size
         deep = (await resolve(ops, "deep")).st_ino
-        for flags in (os.O_WRONLY, os.O_RDWR, os.O_RDONLY | os.O_TRUNC,
-                      os.O_WRONLY | os.O_TRUNC, os.O_RDWR | os.O_APPEND):
+        for flags in (
+            os.O_WRONLY,
+            os.O_RDWR,
+            os.O_RDONLY | os.O_TRUNC,
+            os.O_WRONLY | os.O_TRUNC,
+            os.O_RDWR | os.O_APPEND,
+        ):
             await expect(errno.EROFS, ops.open(ino, flags, CTX))
         info = await ops.open(ino, os.O_RDONLY, CTX)
         await expect(errno.EROFS, ops.write(info.fh, 0, b"\1\2"))
         await expect(errno.EROFS, ops.write(info.fh, size, b"\1"))
         for target in (ino, deep, ROOT):
-            for change in (dict(size=0), dict(size=size), dict(mtime=1), dict(atime=1),
-                           dict(mode=0o777), dict(uid=0), dict(gid=0)):
-                await expect(errno.EROFS, ops.setattr(
-                    target, new_attr(0, 1, 0o777), fields(**change), None, CTX))
+            for change in (
+                dict(size=0),
+                dict(size=size),
+                dict(mtime=1),
+                dict(atime=1),
+                dict(mode=0o777),
+                dict(uid=0),
+                dict(gid=0),
+            ):
+                await expect(
+                    errno.EROFS,
+                    ops.setattr(target, new_attr(0, 1, 0o777), fields(**change), None, CTX),
+                )
             await expect(errno.EROFS, ops.setxattr(target, b"user.x", b"1", CTX))
             await expect(errno.EROFS, ops.setxattr(target, b"user.zarr.dtype", b"<f8", CTX))
             await expect(errno.EROFS, ops.removexattr(target, b"user.zarr.attributes", CTX))
             await expect(errno.EROFS, ops.access(target, os.W_OK, CTX))
             assert await ops.access(target, os.R_OK | os.X_OK, CTX) is True
-        await expect(errno.EROFS, ops.setattr(
-            ino, new_attr(0), fields(size=True), info.fh, CTX))  # ftruncate
+        await expect(
+            errno.EROFS, ops.setattr(ino, new_attr(0), fields(size=True), info.fh, CTX)
+        )  # ftruncate
         await ops.flush(info.fh)
         await ops.fsync(info.fh, True)
         await ops.release(info.fh)
@@ -642,8 +693,9 @@ def test_read_only_mount_refuses_writes_with_erofs(stores):
 # The tree is the hierarchy's metadata: these are refused with EROFS on read-only mounts
 # (the kernel answers first there, as the session mounts with "ro") and EPERM on rw ones.
 NAMESPACE_CALLS = {
-    "create": lambda ops, d, f: ops.create(d, b"new", stat.S_IFREG | 0o644,
-                                           os.O_CREAT | os.O_WRONLY, CTX),
+    "create": lambda ops, d, f: ops.create(
+        d, b"new", stat.S_IFREG | 0o644, os.O_CREAT | os.O_WRONLY, CTX
+    ),
     "mknod": lambda ops, d, f: ops.mknod(d, b"new", stat.S_IFREG | 0o644, 0, CTX),
     "mkdir": lambda ops, d, f: ops.mkdir(d, b"newdir", 0o755, CTX),
     "unlink": lambda ops, d, f: ops.unlink(d, b"x", CTX),
@@ -656,8 +708,7 @@ NAMESPACE_CALLS = {
 
 @pytest.mark.parametrize(("read_only", "code"), [(True, errno.EROFS), (False, errno.EPERM)])
 @pytest.mark.parametrize("op", sorted(NAMESPACE_CALLS))
-def test_namespace_changes_are_refused_and_change_nothing(tmp_path, stores, op, read_only,
-                                                          code):
+def test_namespace_changes_are_refused_and_change_nothing(tmp_path, stores, op, read_only, code):
     root = str(tmp_path / "v3.zarr")
     shutil.copytree(stores["v3"], root)
     before = snapshot(root)
@@ -705,8 +756,10 @@ def test_rw_writes_read_back_and_reach_the_store(rw_copy, layout):
             assert info.keep_cache
             size = len(model)
             ranges = [(0, size), (1, itemsize + 1), (size - itemsize - 1, itemsize + 1)]
-            ranges += [(int(o), int(rng.integers(1, min(300, size - o) + 1)))
-                       for o in rng.integers(0, size, 6)]
+            ranges += [
+                (int(o), int(rng.integers(1, min(300, size - o) + 1)))
+                for o in rng.integers(0, size, 6)
+            ]
             for off, n in ranges:
                 data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
                 assert await ops.write(info.fh, off, data) == n
@@ -758,15 +811,19 @@ def test_rw_errnos(rw_copy, layout):
         got = await ops.setattr(ino, new_attr(size), fields(size=True), None, CTX)
         assert got.st_size == size
         for bad in (1, size - 1, size + 1):
-            await expect(errno.EINVAL, ops.setattr(ino, new_attr(bad), fields(size=True),
-                                                   None, CTX))
-        await expect(errno.EINVAL, ops.setattr(group, new_attr(0), fields(size=True),
-                                               None, CTX))
+            await expect(
+                errno.EINVAL, ops.setattr(ino, new_attr(bad), fields(size=True), None, CTX)
+            )
+        await expect(errno.EINVAL, ops.setattr(group, new_attr(0), fields(size=True), None, CTX))
         for change in ("mode", "uid", "gid"):
-            await expect(errno.EPERM, ops.setattr(ino, new_attr(mode=0o600),
-                                                  fields(**{change: True}), None, CTX))
-            await expect(errno.EPERM, ops.setattr(group, new_attr(mode=0o700),
-                                                  fields(**{change: True}), None, CTX))
+            await expect(
+                errno.EPERM,
+                ops.setattr(ino, new_attr(mode=0o600), fields(**{change: True}), None, CTX),
+            )
+            await expect(
+                errno.EPERM,
+                ops.setattr(group, new_attr(mode=0o700), fields(**{change: True}), None, CTX),
+            )
         stamp = 1_234_567_890_123_456_789
         got = await ops.setattr(ino, new_attr(mtime_ns=stamp), fields(mtime=True), None, CTX)
         assert got.st_mtime_ns == stamp
@@ -877,11 +934,19 @@ def test_rw_release_after_a_failed_store_does_not_fail(rw_copy, caplog):
 
 # layout, array, chunk key, byte ranges of the file inside that chunk, ranges outside it
 CORRUPT = {
-    "v2": ("grp/sub/b", "grp/sub/b/1", [(64, 8), (64, 64), (100, 3), (0, 328)],
-           [(0, 64), (128, 64), (192, 136), (60, 4)]),
+    "v2": (
+        "grp/sub/b",
+        "grp/sub/b/1",
+        [(64, 8), (64, 64), (100, 3), (0, 328)],
+        [(0, 64), (128, 64), (192, 136), (60, 4)],
+    ),
     # x: 20 columns of 2 bytes; chunk (0, 1) holds rows 0-7, columns 8-15
-    "v3": ("x", "x/c/0/1", [(16, 16), (40 * 3 + 20, 2), (0, 40), (0, 1200)],
-           [(0, 16), (32, 8), (40 * 8, 800), (40 * 7, 16)]),
+    "v3": (
+        "x",
+        "x/c/0/1",
+        [(16, 16), (40 * 3 + 20, 2), (0, 40), (0, 1200)],
+        [(0, 16), (32, 8), (40 * 8, 800), (40 * 7, 16)],
+    ),
 }
 
 
@@ -1100,8 +1165,9 @@ def test_guard_maps_unexpected_exceptions_to_eio(rw_copy, caplog, handler):
                 delattr(ops.fs, method)
             logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
             if code == errno.EIO:
-                assert any(f"internal error in {handler}" in r.getMessage() and r.exc_info
-                           for r in logged)
+                assert any(
+                    f"internal error in {handler}" in r.getMessage() and r.exc_info for r in logged
+                )
             else:
                 assert not logged
         await call(ops, ino, fh)  # and again after: nothing was left broken

@@ -38,11 +38,11 @@ def broken_codec():
 def test_a_chain_that_cannot_decode_hides_only_its_array(tmp_path):
     root = tmp_path / "g.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
-    group.create_array("good", shape=(100,), chunks=(10,), dtype="<i4",
-                       compressors=numcodecs.Zlib())
+    group.create_array(
+        "good", shape=(100,), chunks=(10,), dtype="<i4", compressors=numcodecs.Zlib()
+    )
     group["good"][:] = np.arange(100, dtype="<i4")
-    group.create_array("bad", shape=(100,), chunks=(10,), dtype="<i4",
-                       compressors=numcodecs.Zlib())
+    group.create_array("bad", shape=(100,), chunks=(10,), dtype="<i4", compressors=numcodecs.Zlib())
     doc = json.loads((root / "bad" / ".zarray").read_text())
     doc["compressor"] = {"id": _Broken.codec_id}
     (root / "bad" / ".zarray").write_text(json.dumps(doc))

@@ -26,26 +26,37 @@ warnings.filterwarnings("ignore", category=UserWarning)
 V2_CASES = {
     "blosc-shuffle": dict(dtype="<f4", compressors=numcodecs.Blosc(cname="lz4", shuffle=1)),
     "zstd-F": dict(dtype=">i8", compressors=numcodecs.Zstd(level=3), order="F"),
-    "delta-zlib": dict(dtype="<i4", filters=[numcodecs.Delta(dtype="<i4")],
-                       compressors=numcodecs.Zlib()),
-    "fso": dict(dtype="<f8", filters=[numcodecs.FixedScaleOffset(offset=0, scale=10,
-                                                                 dtype="<f8", astype="<i4")],
-                compressors=None),
-    "raw-structured": dict(dtype=[("a", "<i2"), ("b", ">f8", (2,))], compressors=None,
-                           fill_value=None),
+    "delta-zlib": dict(
+        dtype="<i4", filters=[numcodecs.Delta(dtype="<i4")], compressors=numcodecs.Zlib()
+    ),
+    "fso": dict(
+        dtype="<f8",
+        filters=[numcodecs.FixedScaleOffset(offset=0, scale=10, dtype="<f8", astype="<i4")],
+        compressors=None,
+    ),
+    "raw-structured": dict(
+        dtype=[("a", "<i2"), ("b", ">f8", (2,))], compressors=None, fill_value=None
+    ),
 }
 
 V3_CASES = {
     "bytes-zstd": dict(dtype="float32"),
-    "big-transpose-gzip": dict(dtype="uint16", serializer=BytesCodec(endian="big"),
-                               filters=[TransposeCodec(order=(1, 0))], compressors=GzipCodec()),
-    "blosc-crc": dict(dtype="int64", compressors=[BloscCodec(cname="zstd", shuffle="bitshuffle"),
-                                                    Crc32cCodec()]),
+    "big-transpose-gzip": dict(
+        dtype="uint16",
+        serializer=BytesCodec(endian="big"),
+        filters=[TransposeCodec(order=(1, 0))],
+        compressors=GzipCodec(),
+    ),
+    "blosc-crc": dict(
+        dtype="int64", compressors=[BloscCodec(cname="zstd", shuffle="bitshuffle"), Crc32cCodec()]
+    ),
     "zstd-checksum": dict(dtype="complex64", compressors=ZstdCodec(level=1, checksum=True)),
     "nested-sharding": dict(
         dtype="int16",
-        serializer=ShardingCodec(chunk_shape=(4, 5), codecs=[
-            ShardingCodec(chunk_shape=(2, 5), codecs=[BytesCodec(), GzipCodec()])]),
+        serializer=ShardingCodec(
+            chunk_shape=(4, 5),
+            codecs=[ShardingCodec(chunk_shape=(2, 5), codecs=[BytesCodec(), GzipCodec()])],
+        ),
         compressors=None,
     ),
 }
@@ -79,8 +90,9 @@ def _roundtrip(root, shape, chunks):
             pieces[local] = pipeline.encode(np.ascontiguousarray(data[sel]))
         store.set(key, pipeline.sharding.assemble(pieces))
     got = zarr.open_array(root, mode="r")[region]
-    np.testing.assert_array_equal(got.view(node.meta.dtype) if got.dtype.fields else got,
-                                  data[region])
+    np.testing.assert_array_equal(
+        got.view(node.meta.dtype) if got.dtype.fields else got, data[region]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(V2_CASES))

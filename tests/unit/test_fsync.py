@@ -85,12 +85,11 @@ class FlakySync(LocalStore):
         super().sync(keys)
 
 
-def test_fsync_makes_every_written_chunk_durable_and_retries_after_a_failure(
-    tmp_path, fsynced
-):
+def test_fsync_makes_every_written_chunk_durable_and_retries_after_a_failure(tmp_path, fsynced):
     root = str(tmp_path / "w.zarr")
-    zarr.create_array(root, zarr_format=2, shape=(64, 64), chunks=(16, 16), dtype="<u2",
-                      fill_value=0)
+    zarr.create_array(
+        root, zarr_format=2, shape=(64, 64), chunks=(16, 16), dtype="<u2", fill_value=0
+    )
     store = FlakySync(root)
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
     options = MountOptions()
@@ -122,8 +121,7 @@ def test_fsync_makes_every_written_chunk_durable_and_retries_after_a_failure(
 
 def test_unmount_flush_makes_dirty_data_durable(tmp_path, fsynced):
     root = str(tmp_path / "w.zarr")
-    zarr.create_array(root, zarr_format=3, shape=(10, 10), chunks=(5, 5), dtype="u1",
-                      fill_value=0)
+    zarr.create_array(root, zarr_format=3, shape=(10, 10), chunks=(5, 5), dtype="u1", fill_value=0)
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
     options = MountOptions()
     options.apply("rw,writeback_delay=600")

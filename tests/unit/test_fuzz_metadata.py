@@ -26,10 +26,14 @@ HIDES = (MetadataError, CodecError)
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats()
+    st.none()
+    | st.booleans()
+    | st.integers(-(1 << 70), 1 << 70)
+    | st.floats()
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -38,11 +42,15 @@ def _documents(tmp_path_factory) -> dict[str, dict]:
     """A valid .zarray and zarr.json of each kind, written by zarr-python."""
     root = tmp_path_factory.mktemp("fuzz")
     docs = {}
-    for fmt, kwargs in ((2, {"compressors": numcodecs.Zstd()}), (3, {"shards": (8, 8)}),
-                        (3, {"compressors": zarr.codecs.BloscCodec()})):
+    for fmt, kwargs in (
+        (2, {"compressors": numcodecs.Zstd()}),
+        (3, {"shards": (8, 8)}),
+        (3, {"compressors": zarr.codecs.BloscCodec()}),
+    ):
         path = root / f"a{len(docs)}.zarr"
-        zarr.create_array(path, shape=(16, 16), chunks=(4, 4), dtype="<i4", zarr_format=fmt,
-                          **kwargs)
+        zarr.create_array(
+            path, shape=(16, 16), chunks=(4, 4), dtype="<i4", zarr_format=fmt, **kwargs
+        )
         name = ".zarray" if fmt == 2 else "zarr.json"
         docs[f"{fmt}-{len(docs)}"] = json.loads((path / name).read_text())
     return docs

@@ -76,9 +76,10 @@ def test_one_chunk_row_indexes_the_chunk_that_holds_the_request(case):
         return
     flat = np.arange(math.prod(shape)).reshape(shape)
     where = np.unravel_index(np.arange(start, stop), shape)
-    in_one_row = all(len(set(axis.tolist())) == 1 for axis in where[:-1]) and len(
-        {i // chunks[-1] for i in where[-1].tolist()}
-    ) == 1
+    in_one_row = (
+        all(len(set(axis.tolist())) == 1 for axis in where[:-1])
+        and len({i // chunks[-1] for i in where[-1].tolist()}) == 1
+    )
     if not in_one_row:
         assert found is None
         return
@@ -87,8 +88,9 @@ def test_one_chunk_row_indexes_the_chunk_that_holds_the_request(case):
     chunk = flat[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, chunks, strict=True))]
     np.testing.assert_array_equal(chunk[index], np.arange(start, stop))
     if chunk.shape == chunks:  # not an edge chunk: C order within the chunk's own shape
-        np.testing.assert_array_equal(chunk.reshape(-1)[first : first + stop - start],
-                                      np.arange(start, stop))
+        np.testing.assert_array_equal(
+            chunk.reshape(-1)[first : first + stop - start], np.arange(start, stop)
+        )
 
 
 @given(shapes_and_ranges())
@@ -121,8 +123,9 @@ def test_pieces_cover_the_range_and_plan_it_in_bounded_parts(case, most):
     at = start
     for lo, hi in pieces(start, stop, count, most):
         assert lo == at and hi > lo and (count(lo, hi) <= most or hi - lo == 1)
-        out[lo - start : hi - start] = execute(plan_read(shape, chunks, lo, hi), shape, chunks,
-                                               lo, hi)
+        out[lo - start : hi - start] = execute(
+            plan_read(shape, chunks, lo, hi), shape, chunks, lo, hi
+        )
         at = hi
     assert at == stop
     np.testing.assert_array_equal(out, np.arange(start, stop))

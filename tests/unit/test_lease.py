@@ -65,8 +65,14 @@ def stored(url: str) -> dict | None:
 
 def plant(url: str, **fields) -> dict:
     """Write another holder's lease (defaults: a live-looking one on another host)."""
-    record = {"holder": "pid 1 on elsewhere, mounted at /mnt/other", "hostname": "elsewhere",
-              "pid": 1, "boot_id": "other-boot", "token": "theirs", "expires": NOW + 30}
+    record = {
+        "holder": "pid 1 on elsewhere, mounted at /mnt/other",
+        "hostname": "elsewhere",
+        "pid": 1,
+        "boot_id": "other-boot",
+        "token": "theirs",
+        "expires": NOW + 30,
+    }
     record.update(fields)
     fsspec.filesystem("memory").pipe_file(lease_path(url), json.dumps(record).encode())
     return record
@@ -78,8 +84,12 @@ def take(store, holder: str = "pid 2 on here, mounted at /mnt/me", clock=None, *
 
 def here(**fields) -> dict:
     """Fields of a record written on this host in this boot."""
-    return {"hostname": socket.gethostname(), "boot_id": boot_id(),
-            "pid_ns": os.readlink("/proc/self/ns/pid"), **fields}
+    return {
+        "hostname": socket.gethostname(),
+        "boot_id": boot_id(),
+        "pid_ns": os.readlink("/proc/self/ns/pid"),
+        **fields,
+    }
 
 
 @pytest.fixture
@@ -115,9 +125,13 @@ def test_take_writes_the_record_at_the_store_root(url, store):
     lease = take(store, "pid 2 on here, mounted at /mnt/me")
     record = stored(url)
     assert record == {
-        "holder": "pid 2 on here, mounted at /mnt/me", "hostname": socket.gethostname(),
-        "pid": os.getpid(), "boot_id": boot_id(), "pid_ns": os.readlink("/proc/self/ns/pid"),
-        "token": lease.token, "expires": NOW + TTL_S,
+        "holder": "pid 2 on here, mounted at /mnt/me",
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "boot_id": boot_id(),
+        "pid_ns": os.readlink("/proc/self/ns/pid"),
+        "token": lease.token,
+        "expires": NOW + TTL_S,
     }
     assert len(record["token"]) >= 16
     with open("/proc/sys/kernel/random/boot_id") as f:
@@ -126,8 +140,11 @@ def test_take_writes_the_record_at_the_store_root(url, store):
 
 def test_a_second_writer_is_refused_naming_the_first(url, store):
     first = take(store, "pid 7 on here, mounted at /mnt/first")
-    with pytest.raises(StoreError, match=r"^mounted read-write already \(pid 7 on here, "
-                                         r"mounted at /mnt/first\)$"):
+    with pytest.raises(
+        StoreError,
+        match=r"^mounted read-write already \(pid 7 on here, "
+        r"mounted at /mnt/first\)$",
+    ):
         take(FsspecStore(url), "second")
     assert stored(url)["token"] == first.token
 
@@ -198,16 +215,26 @@ def test_a_dead_pid_proves_nothing_in_another_boot_host_or_pid_ns(url, store, de
 
 @pytest.mark.parametrize(
     "content",
-    [b"not json", b"[1, 2]", b'{"holder": "x"}', b'{"holder": "x", "token": 3}', b"",
-     b"[" * 50_000, b'"' + b"x" * (1 << 17) + b'"'],
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"holder": "x"}',
+        b'{"holder": "x", "token": 3}',
+        b"",
+        b"[" * 50_000,
+        b'"' + b"x" * (1 << 17) + b'"',
+    ],
     ids=["text", "list", "fields-missing", "wrong-type", "empty", "deep", "huge"],
 )
 def test_a_malformed_lease_is_held_until_a_ttl_after_it_was_written(url, store, content):
     fs = fsspec.filesystem("memory")
     fs.pipe_file(lease_path(url), content)
     written = fs.modified(lease_path(url)).timestamp()
-    with pytest.raises(StoreError, match=r"mounted read-write already \(unknown holder: "
-                                         r"\.zarrmount\.lock is malformed"):
+    with pytest.raises(
+        StoreError,
+        match=r"mounted read-write already \(unknown holder: "
+        r"\.zarrmount\.lock is malformed",
+    ):
         take(store, clock=Clock(written + TTL_S - 1))
     assert fs.cat_file(lease_path(url)) == content
     lease = take(store, clock=Clock(written + TTL_S + 1))

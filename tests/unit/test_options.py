@@ -13,8 +13,14 @@ from zarrmount.options import OPTIONS, PASSIVE, MountOptions, OptionError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # A value for each placeholder that the option's parser must accept.
-SAMPLES = {"SIZE": "64M", "SECONDS": "2.5", "N": "7", "OCT": "027", "PATH": "/tmp/z.log",
-           "VALUE": "true"}
+SAMPLES = {
+    "SIZE": "64M",
+    "SECONDS": "2.5",
+    "N": "7",
+    "OCT": "027",
+    "PATH": "/tmp/z.log",
+    "VALUE": "true",
+}
 
 
 def readme_options() -> set[str]:

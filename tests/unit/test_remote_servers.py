@@ -33,14 +33,17 @@ def _get(url: str, path: str, method: str = "GET", headers=None, timeout: float 
         conn.close()
 
 
-@pytest.mark.parametrize("rng,status,start,end", [
-    (None, 200, 0, len(BODY)),
-    ("bytes=0-0", 206, 0, 1),
-    ("bytes=100-299", 206, 100, 300),
-    ("bytes=10000-", 206, 10000, len(BODY)),
-    ("bytes=-260", 206, len(BODY) - 260, len(BODY)),
-    ("bytes=10000-99999", 206, 10000, len(BODY)),
-])
+@pytest.mark.parametrize(
+    "rng,status,start,end",
+    [
+        (None, 200, 0, len(BODY)),
+        ("bytes=0-0", 206, 0, 1),
+        ("bytes=100-299", 206, 100, 300),
+        ("bytes=10000-", 206, 10000, len(BODY)),
+        ("bytes=-260", 206, len(BODY) - 260, len(BODY)),
+        ("bytes=10000-99999", 206, 10000, len(BODY)),
+    ],
+)
 def test_range_server_answers_ranges(site, rng, status, start, end):
     code, headers, body = _get(site.url, "/d/f.bin", headers={"Range": rng} if rng else {})
     assert code == status and body == BODY[start:end]
@@ -55,7 +58,10 @@ def test_range_server_edges(site):
     code, headers, body = _get(site.url, "/d/f.bin", "HEAD")
     assert code == 200 and headers["Content-Length"] == str(len(BODY)) and body == b""
     assert [(r.method, r.outcome) for r in site.requests][-3:] == [
-        ("GET", "416"), ("GET", "404"), ("HEAD", "200")]
+        ("GET", "416"),
+        ("GET", "404"),
+        ("HEAD", "200"),
+    ]
 
 
 @pytest.fixture
@@ -69,7 +75,9 @@ def test_proxy_passes_and_records(proxy):
     code, headers, _ = _get(proxy.url, "/d/f.bin", "HEAD")
     assert code == 200 and headers["Content-Length"] == str(len(BODY))  # HEAD keeps it
     assert [(r.method, r.range, r.outcome) for r in proxy.requests] == [
-        ("GET", "bytes=5-9", "206"), ("HEAD", None, "200")]
+        ("GET", "bytes=5-9", "206"),
+        ("HEAD", None, "200"),
+    ]
 
 
 def test_proxy_status_n_times_then_pass(proxy):

@@ -19,11 +19,13 @@ WRITTEN = [(0, 0), (0, 5), (3, 2), (7, 7), (12, 1)]
 # name: create_array keywords; the unit grid is the chunk grid, or the shard grid
 KINDS = {
     "v2-dot": dict(zarr_format=2, chunks=(2, 2)),
-    "v2-slash": dict(zarr_format=2, chunks=(2, 2), chunk_key_encoding={"name": "v2",
-                                                                       "separator": "/"}),
+    "v2-slash": dict(
+        zarr_format=2, chunks=(2, 2), chunk_key_encoding={"name": "v2", "separator": "/"}
+    ),
     "v3-default": dict(zarr_format=3, chunks=(2, 2)),
-    "v3-dot": dict(zarr_format=3, chunks=(2, 2), chunk_key_encoding={"name": "default",
-                                                                     "separator": "."}),
+    "v3-dot": dict(
+        zarr_format=3, chunks=(2, 2), chunk_key_encoding={"name": "default", "separator": "."}
+    ),
     "v3-sharded": dict(zarr_format=3, chunks=(1, 1), shards=(2, 2)),
 }
 
@@ -60,7 +62,8 @@ def units_and_box(draw):
 def test_the_selector_picks_the_chunks_of_listed_units_in_a_box(case):
     units, per_unit, ranges = case
     expected = [
-        c for c in product(ranges)
+        c
+        for c in product(ranges)
         if tuple(k // n for k, n in zip(c, per_unit, strict=True)) in units
     ]
     selector = Selector(units, per_unit)

@@ -47,8 +47,9 @@ class CountingStore(LocalStore):
     def get_range(self, key, start, length):
         value = super().get_range(key, start, length)
         with self.lock:
-            self.requests.append(("get_range", key, start, length,
-                                  len(value) if value is not None else 0))
+            self.requests.append(
+                ("get_range", key, start, length, len(value) if value is not None else 0)
+            )
         return value
 
     def list_dir(self, prefix):
@@ -106,10 +107,11 @@ def test_4k_read_inside_a_64mib_shard_fetches_index_and_one_inner_chunk(big):
         return got, store.take()
 
     got, requests = trio.run(main)
-    assert got == big["expected"][offset:offset + 4096]
+    assert got == big["expected"][offset : offset + 4096]
     assert len(requests) == 2, requests
-    assert all(kind == "get_range" and key == big["shard_key"]
-               for kind, key, *_ in requests), requests
+    assert all(kind == "get_range" and key == big["shard_key"] for kind, key, *_ in requests), (
+        requests
+    )
     sizes = sorted(r[4] for r in requests)
     assert sizes == sorted([big["index_nbytes"], big["inner_nbytes"][k]]), requests
     inner = next(r for r in requests if r[4] == big["inner_nbytes"][k])
@@ -128,15 +130,17 @@ def test_following_reads_reuse_index_and_chunk(big):
         await fs.read(fh, 5 * MIB, 4096)
         out["first"] = store.take()
         # same inner chunk again: served from the cache
-        assert bytes(await fs.read(fh, 5 * MIB + 100_000, 4096)) == big["expected"][
-            5 * MIB + 100_000:5 * MIB + 104_096]
+        assert (
+            bytes(await fs.read(fh, 5 * MIB + 100_000, 4096))
+            == big["expected"][5 * MIB + 100_000 : 5 * MIB + 104_096]
+        )
         out["same"] = store.take()
         # another inner chunk: only its own range (the index is cached)
-        assert bytes(await fs.read(fh, 9 * MIB, 10)) == big["expected"][9 * MIB:9 * MIB + 10]
+        assert bytes(await fs.read(fh, 9 * MIB, 10)) == big["expected"][9 * MIB : 9 * MIB + 10]
         out["other"] = store.take()
         # a read across the boundary of inner chunks 20 and 21: those two ranges
         off = 21 * MIB - 2048
-        assert bytes(await fs.read(fh, off, 4096)) == big["expected"][off:off + 4096]
+        assert bytes(await fs.read(fh, off, 4096)) == big["expected"][off : off + 4096]
         out["across"] = store.take()
         return out
 
@@ -145,7 +149,8 @@ def test_following_reads_reuse_index_and_chunk(big):
     assert out["same"] == [], out["same"]
     assert [(r[0], r[4]) for r in out["other"]] == [("get_range", big["inner_nbytes"][9])]
     assert sorted(r[4] for r in out["across"]) == sorted(
-        [big["inner_nbytes"][20], big["inner_nbytes"][21]]), out["across"]
+        [big["inner_nbytes"][20], big["inner_nbytes"][21]]
+    ), out["across"]
 
 
 @pytest.mark.parametrize("location", ["start", "end"])
@@ -157,11 +162,20 @@ def test_index_location_start_and_end(tmp_path, location):
     data = np.random.default_rng(1).standard_normal(shape, dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        arr = zarr.create_array(str(root), name="a", shape=shape, dtype="<f4",
-                                chunks=(8, 128, 128), zarr_format=3, compressors=None,
-                                serializer=ShardingCodec(
-                                    chunk_shape=(1, 128, 128), index_location=location,
-                                    codecs=[BytesCodec(), BloscCodec(cname="lz4")]))
+        arr = zarr.create_array(
+            str(root),
+            name="a",
+            shape=shape,
+            dtype="<f4",
+            chunks=(8, 128, 128),
+            zarr_format=3,
+            compressors=None,
+            serializer=ShardingCodec(
+                chunk_shape=(1, 128, 128),
+                index_location=location,
+                codecs=[BytesCodec(), BloscCodec(cname="lz4")],
+            ),
+        )
         arr[...] = data
     expected = data.tobytes()
     chunk = 128 * 128 * 4
@@ -174,7 +188,7 @@ def test_index_location_start_and_end(tmp_path, location):
         for k in (0, 5, 11, 15):
             off = k * chunk + 777
             got = bytes(await fs.read(fh, off, 3000))
-            assert got == expected[off:off + 3000], k
+            assert got == expected[off : off + 3000], k
             results.append(store.take())
         return results
 

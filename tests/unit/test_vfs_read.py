@@ -39,11 +39,24 @@ def source(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("vfs") / "data.zarr")
     g = zarr.open_group(root, mode="w", zarr_format=2)
     rng = np.random.default_rng(0)
-    a = g.create_array("a", shape=(23, 17, 5), chunks=(4, 6, 3), dtype="<i2",
-                       compressors=numcodecs.Zstd(level=1), fill_value=-7, order="F")
+    a = g.create_array(
+        "a",
+        shape=(23, 17, 5),
+        chunks=(4, 6, 3),
+        dtype="<i2",
+        compressors=numcodecs.Zstd(level=1),
+        fill_value=-7,
+        order="F",
+    )
     a[:] = rng.integers(-1000, 1000, size=(23, 17, 5), dtype="i2")
-    b = g.create_array("sub/b", shape=(41,), chunks=(8,), dtype=">f8",
-                       compressors=numcodecs.Blosc(cname="lz4"), fill_value=1.5)
+    b = g.create_array(
+        "sub/b",
+        shape=(41,),
+        chunks=(8,),
+        dtype=">f8",
+        compressors=numcodecs.Blosc(cname="lz4"),
+        fill_value=1.5,
+    )
     b[5:20] = rng.random(15)  # the rest of b's chunks are missing: fill value
     return root
 
@@ -67,8 +80,9 @@ async def open_path(fs, path):
 
 
 @given(data=st.data())
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_random_reads_equal_oracle(source, data):
     path = data.draw(st.sampled_from(["a", "sub/b"]))
     expected = oracle(source, path)
@@ -153,8 +167,9 @@ def test_each_chunk_fetched_once_under_concurrency(source):
 
 def test_corrupt_chunk_fails_only_its_reads(tmp_path, caplog):
     root = str(tmp_path / "c.zarr")
-    a = zarr.create_array(root, shape=(20,), chunks=(10,), dtype="u1",
-                          compressors=numcodecs.Zlib(), zarr_format=2)
+    a = zarr.create_array(
+        root, shape=(20,), chunks=(10,), dtype="u1", compressors=numcodecs.Zlib(), zarr_format=2
+    )
     a[:] = np.arange(20, dtype="u1")
     with open(os.path.join(root, "1"), "wb") as f:
         f.write(b"garbage")
@@ -189,8 +204,16 @@ def test_small_reads_of_cached_chunks_equal_zarr(tmp_path, order):
     """Reads inside one row of a cached chunk (answered with a view of the chunk in C
     order, a copy otherwise): C and F order, edge chunks, missing chunks, odd offsets."""
     root = str(tmp_path / "d.zarr")
-    a = zarr.create_array(root, shape=(37, 50), chunks=(8, 16), dtype="<u4", zarr_format=2,
-                          compressors=numcodecs.Blosc(cname="lz4"), fill_value=9, order=order)
+    a = zarr.create_array(
+        root,
+        shape=(37, 50),
+        chunks=(8, 16),
+        dtype="<u4",
+        zarr_format=2,
+        compressors=numcodecs.Blosc(cname="lz4"),
+        fill_value=9,
+        order=order,
+    )
     a[:30] = np.arange(30 * 50, dtype="<u4").reshape(30, 50)  # chunk row 4 stays missing
     expected = oracle(root, "")
     _, fs = make_fs(root)

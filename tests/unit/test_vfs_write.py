@@ -22,15 +22,24 @@ from zarrmount.store.local import LocalStore
 from zarrmount.vfs import Filesystem
 
 ARRAYS = {
-    "v2": dict(zarr_format=2, shape=(100, 37), chunks=(16, 10), dtype=">f4",
-               compressors=numcodecs.Zstd(level=1), order="F", fill_value=-1.0),
+    "v2": dict(
+        zarr_format=2,
+        shape=(100, 37),
+        chunks=(16, 10),
+        dtype=">f4",
+        compressors=numcodecs.Zstd(level=1),
+        order="F",
+        fill_value=-1.0,
+    ),
     "v3": dict(zarr_format=3, shape=(100, 37), chunks=(16, 10), dtype="f4", fill_value=-1),
     "sharded": dict(zarr_format=3, shape=(70, 61), chunks=(8, 8), shards=(32, 32), dtype="i2"),
     # tiny chunks: whole reads touch thousands, served from a listing of the stored ones
-    "tiny": dict(zarr_format=2, shape=(20, 90), chunks=(1, 3), dtype="u1", fill_value=7,
-                 compressors=None),
-    "tiny-sharded": dict(zarr_format=3, shape=(20, 90), chunks=(1, 3), shards=(4, 30),
-                         dtype="u1", fill_value=7),
+    "tiny": dict(
+        zarr_format=2, shape=(20, 90), chunks=(1, 3), dtype="u1", fill_value=7, compressors=None
+    ),
+    "tiny-sharded": dict(
+        zarr_format=3, shape=(20, 90), chunks=(1, 3), shards=(4, 30), dtype="u1", fill_value=7
+    ),
 }
 
 

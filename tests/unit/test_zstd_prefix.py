@@ -98,11 +98,21 @@ def test_frames_one_after_another_decode_whole():
 
 
 def test_garbage_is_a_decode_error_through_the_pipeline():
-    meta = parse_array(json.dumps({
-        "zarr_format": 2, "shape": [100], "chunks": [100], "dtype": "<i4",
-        "compressor": {"id": "zstd", "level": 1}, "fill_value": 0, "filters": None,
-        "order": "C",
-    }).encode(), {})
+    meta = parse_array(
+        json.dumps(
+            {
+                "zarr_format": 2,
+                "shape": [100],
+                "chunks": [100],
+                "dtype": "<i4",
+                "compressor": {"id": "zstd", "level": 1},
+                "fill_value": 0,
+                "filters": None,
+                "order": "C",
+            }
+        ).encode(),
+        {},
+    )
     pipeline = V2Pipeline(meta)
     assert pipeline.decodes_from_start and pipeline.part_cost(100, 200) == 200
     junk = b"\x28\xb5\x2f\xfd" + bytes(range(60))  # a zstd magic number, then nonsense

@@ -56,9 +56,7 @@ def shared_pipeline(meta: ArrayMeta) -> Pipeline:
         if found is not None:
             _shared.move_to_end(key)
             return found
-    chunk_meta = dataclasses.replace(
-        meta, shape=meta.chunks, attributes={}, dimension_names=None
-    )
+    chunk_meta = dataclasses.replace(meta, shape=meta.chunks, attributes={}, dimension_names=None)
     pipeline = build_pipeline(chunk_meta)
     check_round_trip(pipeline)
     if key is None:

@@ -20,8 +20,18 @@ from zarrmount.format.v3 import int_list
 
 # zarrita and zarr-python 2.x wrote the first; the May 2022 text says the second.
 PROTOCOLS = ("https://purl.org/zarr/spec/protocol/core/3.0", "https://purl.org/zarr/spec/core/3.0")
-_ARRAY_FIELDS = {"shape", "data_type", "chunk_grid", "chunk_memory_layout", "fill_value",
-                 "extensions", "attributes", "codecs", "compressor", "storage_transformers"}
+_ARRAY_FIELDS = {
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_memory_layout",
+    "fill_value",
+    "extensions",
+    "attributes",
+    "codecs",
+    "compressor",
+    "storage_transformers",
+}
 _GROUP_FIELDS = {"extensions", "attributes"}
 # Codec URIs name the codec in their path: .../codecs/gzip/1.0 or .../codec/gzip/1.0.
 _BYTES_CODECS = {"gzip": "gzip", "zstd": "zstd", "blosc": "blosc", "crc32c": "crc32c"}

@@ -10,9 +10,19 @@ from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, MetadataError
 
 ZARR_JSON = "zarr.json"
-_ARRAY_FIELDS = {"zarr_format", "node_type", "shape", "data_type", "chunk_grid",
-                 "chunk_key_encoding", "fill_value", "codecs", "attributes",
-                 "dimension_names", "storage_transformers"}
+_ARRAY_FIELDS = {
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "dimension_names",
+    "storage_transformers",
+}
 _GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadata"}
 
 

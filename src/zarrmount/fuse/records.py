@@ -62,9 +62,7 @@ def _private_dir(path: str, create: bool) -> bool:
         st = os.lstat(path)
     except FileNotFoundError:
         return False
-    return (
-        stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
-    )
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def write_record(mountpoint: str) -> str | None:

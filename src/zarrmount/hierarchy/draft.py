@@ -23,8 +23,9 @@ class DraftDialect(Dialect):
         """Tell the layouts apart: the older one keeps everything below ``root``."""
         if any(store.get(f"meta/{kind}{suffix}") is not None for kind in ("group", "array")):
             return cls(store, suffix, legacy=False)
-        legacy = any(store.get(f"meta/root.{kind}{suffix}") is not None
-                     for kind in ("group", "array")) or "root" in store.list_dir("meta")
+        legacy = any(
+            store.get(f"meta/root.{kind}{suffix}") is not None for kind in ("group", "array")
+        ) or "root" in store.list_dir("meta")
         return cls(store, suffix, legacy=legacy)
 
     def _meta_key(self, path: str, kind: str) -> str:

@@ -59,8 +59,11 @@ class V2Dialect(Dialect):
         if self.consolidated is None:
             return self.store.list_dir(path)
         prefix = f"{path}/" if path else ""
-        names = {key[len(prefix):].split("/", 1)[0] for key in self.consolidated
-                 if key.startswith(prefix) and "/" in key[len(prefix):]}
+        names = {
+            key[len(prefix) :].split("/", 1)[0]
+            for key in self.consolidated
+            if key.startswith(prefix) and "/" in key[len(prefix) :]
+        }
         # An empty component (a key "/a/.zarray" or "a//b/.zarray") names no node: joined
         # to its parent's path it would name the parent itself.
         return sorted(names - {""})

@@ -40,8 +40,11 @@ def _ambiguous(root_doc: dict[str, Any]) -> dict[str, str]:
     for key, doc in root_doc["consolidated_metadata"]["metadata"].items():
         if isinstance(doc, dict):
             keys.setdefault(key.strip("/"), []).append(key)
-    return {path: f"consolidated metadata names it more than once: {named!r}"
-            for path, named in keys.items() if len(named) > 1}
+    return {
+        path: f"consolidated metadata names it more than once: {named!r}"
+        for path, named in keys.items()
+        if len(named) > 1
+    }
 
 
 class V3Dialect(Dialect):
@@ -83,4 +86,3 @@ class V3Dialect(Dialect):
                     node, pipeline = HiddenNode(path, kind_of(node), self.ambiguous[path]), None
                 children.append(named_child(name, path, node, pipeline))
         return children
-

@@ -43,8 +43,14 @@ MAX_BYTES = 1 << 16  # anything longer is no lease of ours (nor parsed: it may n
 SETTLE_S = 1.0  # without conditional create: wait this long before reading our write back
 # Backends whose pipe_file(mode="create") is one conditional request (S3 If-None-Match).
 CONDITIONAL_CREATE = frozenset({"s3", "s3a", "memory"})
-_FIELDS = {"holder": str, "hostname": str, "pid": int, "boot_id": str, "token": str,
-           "expires": (int, float)}
+_FIELDS = {
+    "holder": str,
+    "hostname": str,
+    "pid": int,
+    "boot_id": str,
+    "token": str,
+    "expires": (int, float),
+}
 
 
 def boot_id() -> str:
@@ -85,8 +91,10 @@ def parse(data: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(record, dict):
         return None
-    ok = all(isinstance(record.get(k), t) and not isinstance(record.get(k), bool)
-             for k, t in _FIELDS.items())
+    ok = all(
+        isinstance(record.get(k), t) and not isinstance(record.get(k), bool)
+        for k, t in _FIELDS.items()
+    )
     return record if ok else None
 
 
@@ -117,7 +125,11 @@ class WriterLease:
     """Our lease on ``store``; ``take()`` it, ``close()`` it. Renewed by a daemon thread."""
 
     def __init__(
-        self, store: FsspecStore, holder: str, *, ttl_s: float = TTL_S,
+        self,
+        store: FsspecStore,
+        holder: str,
+        *,
+        ttl_s: float = TTL_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -134,11 +146,17 @@ class WriterLease:
     # --- the object -----------------------------------------------------------------
 
     def _record(self) -> bytes:
-        return json.dumps({
-            "holder": self.holder, "hostname": socket.gethostname(), "pid": os.getpid(),
-            "boot_id": boot_id(), "pid_ns": pid_namespace(), "token": self.token,
-            "expires": self.clock() + self.ttl_s,
-        }).encode()
+        return json.dumps(
+            {
+                "holder": self.holder,
+                "hostname": socket.gethostname(),
+                "pid": os.getpid(),
+                "boot_id": boot_id(),
+                "pid_ns": pid_namespace(),
+                "token": self.token,
+                "expires": self.clock() + self.ttl_s,
+            }
+        ).encode()
 
     def _read(self) -> bytes | None:
         return self.store.get(LOCK_NAME)
@@ -154,8 +172,9 @@ class WriterLease:
         def attempt(left: float) -> bool:
             try:
                 if getattr(fs, "async_impl", False):
-                    fsspec.asyn.sync(fs.loop, fs._pipe_file, path, data, mode="create",
-                                     timeout=max(left, 1e-3))
+                    fsspec.asyn.sync(
+                        fs.loop, fs._pipe_file, path, data, mode="create", timeout=max(left, 1e-3)
+                    )
                 else:
                     fs.pipe_file(path, data, mode="create")
             except FileExistsError:  # not worth a retry: the answer stays the same
@@ -261,8 +280,11 @@ class WriterLease:
                 record = parse(self._read() or b"{}")
                 if record is not None and record["token"] != self.token:
                     self.lost = True
-                    log.error("the writer lease was taken by %s: two writers may now "
-                              "overwrite each other's chunks", shown(record["holder"]))
+                    log.error(
+                        "the writer lease was taken by %s: two writers may now "
+                        "overwrite each other's chunks",
+                        shown(record["holder"]),
+                    )
                     return False
                 self._put()
             except StoreError as e:

@@ -138,8 +138,9 @@ class LocalStore(Store):
         directory = self._directory(parents, make=True)
         tmp = f"{TMP_PREFIX}{os.getpid()}-{threading.get_ident()}"  # one set a thread at once
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644,
-                         dir_fd=directory)
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644, dir_fd=directory
+            )
             try:
                 with open(fd, "wb", closefd=False) as f:
                     f.write(value)

@@ -437,8 +437,9 @@ class ArrayFile:
         if offset == MISSING and length == MISSING:
             return None
         if length > self._sharding.inner_stored or offset >= 1 << 62:
-            raise ChunkDecodeError(f"shard index says inner chunk {list(local)} has "
-                                   f"{length} bytes at {offset}")
+            raise ChunkDecodeError(
+                f"shard index says inner chunk {list(local)} has {length} bytes at {offset}"
+            )
         return offset, length
 
     def _changed(self, shard: tuple[int, ...], generation: int) -> bool:
@@ -628,9 +629,7 @@ class ArrayFile:
         for coords, (loaded, nbytes) in zip(missing, found, strict=False):
             self.store.count_get(nbytes)
             if stores == self._stores and not self._known((self.path, coords)):
-                self.cache.put(
-                    (self.path, coords), loaded or Loaded(self._fill, _FILL_ENTRY_BYTES)
-                )
+                self.cache.put((self.path, coords), loaded or Loaded(self._fill, _FILL_ENTRY_BYTES))
             elif loaded is not None:
                 self.pool.give(loaded.buffer)
 

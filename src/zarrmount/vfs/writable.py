@@ -221,8 +221,8 @@ class WritableArrayFile(ArrayFile):
         index = None
         if old is not None:
             index = await trio.to_thread.run_sync(
-                spec.decode_index, old[-spec.index_nbytes :] if spec.at_end
-                else old[: spec.index_nbytes]
+                spec.decode_index,
+                old[-spec.index_nbytes :] if spec.at_end else old[: spec.index_nbytes],
             )
         pieces: dict[Coords, bytes] = {}
         for local in np.ndindex(*per_shard):
