@@ -145,9 +145,9 @@ def _run_by_mount(levels: int = 4) -> bool:
 
 def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     """The daemon: mount and serve in this process until unmounted."""
+    from zarrmount.assemble import assemble
     from zarrmount.fuse import session
     from zarrmount.fuse.notify import ReadyPipe
-    from zarrmount.vfs import Filesystem
 
     _setup_logging(options, args.debug, args.foreground)
     ready = ReadyPipe(args.ready_fd)
@@ -159,9 +159,9 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
         log.error("%s", e)
         ready.failed(str(e))
         raise
-    fs = Filesystem(dialect, root, pipeline, options)
+    mount = assemble(dialect, root, pipeline, options)
     try:
-        return session.run(fs, source, mountpoint, ready)
+        return session.run(mount, source, mountpoint, ready)
     finally:
         if lock is not None:
             lock.close()

@@ -19,7 +19,7 @@ import zarr
 from helpers import rw_tools
 from helpers.mounting import mounted
 
-from zarrmount.vfs.stored_units import LIMIT as LISTING_LIMIT
+from zarrmount.array.stored_units import LIMIT as LISTING_LIMIT
 
 pytestmark = pytest.mark.mount
 

@@ -13,10 +13,11 @@ import trio.testing
 import zarr
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.aio import ROOT_CHECK_S
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem, FsError
+from zarrmount.vfs import FsError
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
@@ -28,7 +29,7 @@ def test_absent_chunks_of_a_vanished_store_fail_and_nothing_is_kept(tmp_path, fm
     a[:10] = np.arange(10)  # chunks 1, 2 and 3 are absent
     expected = np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
-    fs = Filesystem(dialect, node, pipeline, MountOptions())
+    fs = assemble(dialect, node, pipeline, MountOptions()).fs
     clock = trio.testing.MockClock()
 
     async def main():

@@ -35,10 +35,11 @@ import zarr
 from zarr.codecs import BytesCodec
 
 from zarrmount import hierarchy
+from zarrmount.assemble import Mount, assemble
 from zarrmount.fuse.adapter import Operations
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem, FsError
+from zarrmount.vfs import FsError
 
 CTX = pyfuse3.RequestContext()  # what pyfuse3 passes; the adapter never reads it
 ROOT = pyfuse3.ROOT_INODE
@@ -152,10 +153,18 @@ def metadata(root: str, path: str, fmt: int) -> tuple[dict, dict]:
     return doc, attrs
 
 
-def make_ops(root: str, **options) -> Operations:
-    """The adapter over a fresh Filesystem, wrapped as ``session.run`` wraps it."""
+class MountedOps(Operations):
+    """The adapter over a freshly assembled mount, whose parts tests reach as ``mount``."""
+
+    def __init__(self, mount: Mount) -> None:
+        super().__init__(mount.fs)
+        self.mount = mount
+
+
+def make_ops(root: str, **options) -> MountedOps:
+    """The adapter over a fresh mount's Filesystem, wrapped as ``session.run`` wraps it."""
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
-    return Operations(Filesystem(dialect, node, pipeline, MountOptions(**options)))
+    return MountedOps(assemble(dialect, node, pipeline, MountOptions(**options)))
 
 
 def run(ops: Operations, fn, *args):
@@ -164,13 +173,13 @@ def run(ops: Operations, fn, *args):
     async def main():
         result, error = None, None
         async with trio.open_nursery() as nursery:
-            ops.fs.background.nursery = nursery
+            ops.mount.background.nursery = nursery
             try:
                 result = await fn(ops, *args)
             except Exception as e:  # raised as is, not in the nursery's exception group
                 error = e
             finally:
-                ops.fs.background.nursery = None
+                ops.mount.background.nursery = None
                 nursery.cancel_scope.cancel()
         if error is not None:
             raise error
@@ -844,7 +853,7 @@ def test_rw_store_failures_reach_flush_and_fsync(rw_copy, caplog):
     root = rw_copy("v3")
     expected = bytearray(oracle(root, "x"))
     ops = make_ops(root, read_only=False)
-    store = ops.fs.store.store
+    store = ops.mount.store.store
     real_set = store.set
 
     def full(key, value):
@@ -882,7 +891,7 @@ def test_rw_write_under_pressure_reports_the_store_failure(rw_copy):
     expected = oracle(root, "x")
     chunk = 8 * 8 * np.dtype("<u2").itemsize
     ops = make_ops(root, read_only=False, cache_size=2 * chunk)  # dirty limit: one chunk
-    store = ops.fs.store.store
+    store = ops.mount.store.store
     real_set = store.set
 
     def full(key, value):
@@ -913,7 +922,7 @@ def test_rw_write_under_pressure_reports_the_store_failure(rw_copy):
 def test_rw_release_after_a_failed_store_does_not_fail(rw_copy, caplog):
     root = rw_copy("v2")
     ops = make_ops(root, read_only=False)
-    store = ops.fs.store.store
+    store = ops.mount.store.store
 
     def full(key, value):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -1002,18 +1011,18 @@ def test_group_that_cannot_be_listed_is_eio(stores, monkeypatch):
     from zarrmount.store import StoreError
 
     ops = make_ops(stores["v2"])
-    real_children = ops.fs.dialect.children
+    real_children = ops.fs.table.tree.dialect.children
 
     def denied(node):
         raise StoreError(f"{node.path or '/'}: permission denied")
 
     async def main(ops):
         grp = (await resolve(ops, "grp")).st_ino
-        monkeypatch.setattr(ops.fs.dialect, "children", denied)
+        monkeypatch.setattr(ops.fs.table.tree.dialect, "children", denied)
         await expect(errno.EIO, ops.lookup(grp, b"sub", CTX))
         fh = await ops.opendir(grp, CTX)
         await expect(errno.EIO, ops.readdir(fh, 0, Token()))
-        monkeypatch.setattr(ops.fs.dialect, "children", real_children)
+        monkeypatch.setattr(ops.fs.table.tree.dialect, "children", real_children)
         token = Token()
         await ops.readdir(fh, 0, token)  # a failed listing is not kept: listed now
         assert sorted(n for n, _, _ in token.entries) == [b"c", b"none", b"sub"]
@@ -1023,8 +1032,8 @@ def test_group_that_cannot_be_listed_is_eio(stores, monkeypatch):
 
 
 def test_array_whose_codecs_fail_to_build_is_eio_on_open(stores, monkeypatch):
+    import zarrmount.array as engine
     from zarrmount.codecs import CodecError
-    from zarrmount.vfs import fs as vfs_fs
 
     ops = make_ops(stores["v2"])
 
@@ -1033,7 +1042,7 @@ def test_array_whose_codecs_fail_to_build_is_eio_on_open(stores, monkeypatch):
 
     async def main(ops):
         ino = (await resolve(ops, "a")).st_ino
-        monkeypatch.setattr(vfs_fs, "shared_pipeline", fail)
+        monkeypatch.setattr(engine, "shared_pipeline", fail)
         await expect(errno.EIO, ops.open(ino, os.O_RDONLY, CTX))
         monkeypatch.undo()
         fh = (await ops.open(ino, os.O_RDONLY, CTX)).fh

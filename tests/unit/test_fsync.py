@@ -16,12 +16,12 @@ import trio
 import zarr
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
+from zarrmount.errors import FsError
 from zarrmount.options import MountOptions
 from zarrmount.store import local
 from zarrmount.store.base import StoreError
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem
-from zarrmount.vfs.errors import FsError
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_fsync_makes_every_written_chunk_durable_and_retries_after_a_failure(tmp
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
     options = MountOptions()
     options.apply("rw,cache_size=1K,writeback_delay=600")  # pressure writes chunks back
-    fs = Filesystem(dialect, node, pipeline, options)
+    fs = assemble(dialect, node, pipeline, options).fs
     data = np.arange(64 * 64, dtype="<u2").tobytes()
 
     async def main():
@@ -125,12 +125,13 @@ def test_unmount_flush_makes_dirty_data_durable(tmp_path, fsynced):
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
     options = MountOptions()
     options.apply("rw,writeback_delay=600")
-    fs = Filesystem(dialect, node, pipeline, options)
+    mount = assemble(dialect, node, pipeline, options)
+    fs = mount.fs
 
     async def main():
         fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDWR)
         await fs.write(fh, 0, bytes(range(1, 101)))
-        assert await fs.flush_all() == 0
+        assert await mount.arrays.flush_all() == 0
 
     trio.run(main)
     chunks = {p for p in _files(root) if "/c/" in p}

@@ -17,13 +17,13 @@ import zarr
 from helpers.store_doubles import ReadOnlyRemoteDouble
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions, OptionError
 from zarrmount.store import StoreError, open_store
 from zarrmount.store.aio import AsyncStore
 from zarrmount.store.local import LocalStore
 from zarrmount.store.remote import FsspecStore
 from zarrmount.store.retry import is_transient, with_retries
-from zarrmount.vfs import Filesystem
 
 
 @pytest.fixture
@@ -333,7 +333,7 @@ def test_reads_through_a_remote_store(mem_hierarchies):
     root, data = mem_hierarchies
     store = _CountingFsspecStore(f"{root}/v3", deadline_s=5)
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
-    fs = Filesystem(dialect, node, pipeline, MountOptions())
+    fs = assemble(dialect, node, pipeline, MountOptions()).fs
     at_mount = len(store.calls)
 
     async def read(path):

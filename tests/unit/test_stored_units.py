@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarrmount import hierarchy
+from zarrmount.array.stored_units import Selector, StoredUnits, list_units
 from zarrmount.layout import product
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs.stored_units import Selector, StoredUnits, list_units
 
 WRITTEN = [(0, 0), (0, 5), (3, 2), (7, 7), (12, 1)]
 

@@ -16,9 +16,9 @@ from helpers import v3_fixtures as v3
 from zarr.codecs import BloscCodec, BytesCodec, ShardingCodec
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem
 
 MIB = 1 << 20
 
@@ -66,7 +66,7 @@ class CountingStore(LocalStore):
 def make_fs(root):
     store = CountingStore(str(root))
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
-    return store, Filesystem(dialect, node, pipeline, MountOptions(cache_size=256 * MIB))
+    return store, assemble(dialect, node, pipeline, MountOptions(cache_size=256 * MIB)).fs
 
 
 async def open_path(fs, path):

@@ -19,6 +19,7 @@ import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ZstdCodec
 
 from zarrmount import hierarchy
+from zarrmount.assemble import Mount, assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
 from zarrmount.vfs import Filesystem, FsError
@@ -105,9 +106,13 @@ def oracle(root: str, name: str) -> bytes:
     return np.ascontiguousarray(values, dtype=SPECS[name][1]).tobytes()
 
 
-def make_fs(root: str, store=None) -> Filesystem:
+def make_mount(root: str, store=None) -> Mount:
     dialect, node, pipeline = hierarchy.open_hierarchy(store or LocalStore(root))
-    return Filesystem(dialect, node, pipeline, MountOptions(cache_size=64 << 20))
+    return assemble(dialect, node, pipeline, MountOptions(cache_size=64 << 20))
+
+
+def make_fs(root: str, store=None) -> Filesystem:
+    return make_mount(root, store).fs
 
 
 async def open_array(fs: Filesystem) -> int:
@@ -153,14 +158,15 @@ def test_chunk_read_in_part_follows_into_the_cache(stores):
     row = ROW
 
     async def main():
-        fs = make_fs(root)
+        mount = make_mount(root)
+        fs = mount.fs
         fh = await open_array(fs)
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:  # left once the background work is done
-                fs.background.nursery = nursery
+                mount.background.nursery = nursery
                 assert bytes(await fs.read(fh, 0, 64)) == expected[:64]
                 assert fs.stats()["cache_partial_reads"] == 1
-        fs.background.nursery = None
+        mount.background.nursery = None
         assert fs.stats()["cache_loading"] == 0
         gets = fs.stats()["store_gets"]
         hits = fs.stats()["cache_hits"]

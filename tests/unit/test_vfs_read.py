@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem, FsError
+from zarrmount.vfs import FsError
 
 
 class CountingStore(LocalStore):
@@ -65,11 +66,15 @@ def oracle(root, path):
     return np.ascontiguousarray(zarr.open_array(root, path=path, mode="r")[:]).tobytes()
 
 
-def make_fs(root, cache_size=64 << 20):
+def make_mount(root, cache_size=64 << 20):
     store = CountingStore(root)
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
-    options = MountOptions(cache_size=cache_size)
-    return store, Filesystem(dialect, node, pipeline, options)
+    return store, assemble(dialect, node, pipeline, MountOptions(cache_size=cache_size))
+
+
+def make_fs(root, cache_size=64 << 20):
+    store, mount = make_mount(root, cache_size)
+    return store, mount.fs
 
 
 async def open_path(fs, path):
@@ -116,15 +121,16 @@ def test_second_pass_fetches_nothing(source):
 
 
 def test_warm_up_readies_root_arrays_without_fetching_chunks(source):
-    store, fs = make_fs(source)
+    store, mount = make_mount(source)
+    fs = mount.fs
     expected = oracle(source, "a")
     chunk_nbytes = 4 * 6 * 3 * 2  # a's chunks (4, 6, 3) of int16
 
     async def main():
-        await fs.warm_up()
+        await mount.warm_up()
         names = {key.rsplit("/", 1)[-1] for key in store.gets}
         assert all(n.startswith(".") or n == "zarr.json" for n in names)  # no chunk read
-        assert fs.pool.held >= chunk_nbytes  # buffers ready for a's first reads
+        assert mount.pool.held >= chunk_nbytes  # buffers ready for a's first reads
         fh = await open_path(fs, "a")
         return bytes(await fs.read(fh, 0, len(expected)))
 
@@ -132,7 +138,7 @@ def test_warm_up_readies_root_arrays_without_fetching_chunks(source):
 
 
 def test_keep_decoders_gives_each_decoding_thread_work(source, monkeypatch):
-    _, fs = make_fs(source)
+    _, mount = make_mount(source)
     threads_met = set()
     wait = threading.Barrier.wait
 
@@ -144,11 +150,11 @@ def test_keep_decoders_gives_each_decoding_thread_work(source, monkeypatch):
 
     async def main():
         with trio.move_on_after(0.5):
-            await fs.keep_decoders(period=0.05)
+            await mount.decoders.keep_alive(period=0.05)
 
     trio.run(main)
-    assert len(threads_met) == fs.decode_limiter.total_tokens  # distinct threads
-    assert fs.decode_limiter.borrowed_tokens == 0
+    assert len(threads_met) == mount.decoders.threads  # distinct threads
+    assert mount.decoders.limiter.borrowed_tokens == 0
 
 
 def test_each_chunk_fetched_once_under_concurrency(source):

@@ -17,9 +17,9 @@ import trio
 import zarr
 
 from zarrmount import hierarchy
+from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
-from zarrmount.vfs import Filesystem
 
 ARRAYS = {
     "v2": dict(
@@ -53,7 +53,7 @@ def test_random_writes_match_model(tmp_path, kind, cache):
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
     options = MountOptions()
     options.apply(f"rw,cache_size={cache}")
-    fs = Filesystem(dialect, node, pipeline, options)
+    fs = assemble(dialect, node, pipeline, options).fs
     rng = np.random.default_rng(7)
     most = 300 if kind.startswith("tiny") else 2500  # bytes a write covers at most
 
@@ -114,7 +114,8 @@ def test_a_chunk_written_again_during_write_back_is_no_failure(tmp_path, kind):
     # Room for A clean beside B dirty, and a dirty limit (half the cache) below two chunks.
     chunk = int(np.prod(spec["chunks"])) * model.dtype.itemsize
     options.apply(f"rw,cache_size={chunk * 5 // 2}")
-    fs = Filesystem(dialect, node, pipeline, options)
+    mount = assemble(dialect, node, pipeline, options)
+    fs = mount.fs
     results = {}
 
     async def write(fh, offset: int, value: int) -> int:
@@ -131,7 +132,7 @@ def test_a_chunk_written_again_during_write_back_is_no_failure(tmp_path, kind):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(write_c, fh)  # writes back A and B first
             with trio.fail_after(30):
-                while len(fs.cache.dirty()) != 1:  # until A is stored and clean
+                while len(mount.cache.dirty()) != 1:  # until A is stored and clean
                     await trio.sleep(0.01)
             assert "c/0/0" in store.stored and "c/1/0" not in store.stored
             await write(fh, a + 4, 4)  # A dirty again while B is being stored

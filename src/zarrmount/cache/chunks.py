@@ -13,11 +13,12 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import trio
+
+from zarrmount.counters import Counters
 
 
 class Loaded(NamedTuple):
@@ -31,20 +32,22 @@ class Loaded(NamedTuple):
 Loader = Callable[[], Awaitable[tuple]]
 
 
+# Pause between retries of a failed write-back by the idle timer.
+RETRY_S = 10.0
+
+
 class Owner(Protocol):
+    failed_at: float | None  # monotonic time its last write-back failed, if it did
+
     async def write_back_key(self, key: Hashable) -> int | None:
         """Store the dirty entry ``key`` (and whatever else shares its stored object);
         the errno of a failed store, else ``None``."""
 
 
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    waits: int = 0
-    evictions: int = 0
-    load_errors: int = 0
-    partial: int = 0  # reads served from part of a chunk, decoded outside the cache
+class CacheStats(Counters):
+    # partial_reads: reads served from part of a chunk, decoded outside the cache
+    names = ("hits", "misses", "waits", "evictions", "load_errors", "partial_reads")
+    __slots__ = names
 
 
 class Entry:
@@ -318,3 +321,16 @@ class ChunkCache:
             for key, entry in batch:
                 nursery.start_soon(write_back, entry.owner, key)
         return failures[0] if failures else None
+
+    async def write_back_idle(self, delay: float) -> None:
+        """Forever: store entries that stayed dirty for ``delay`` seconds. An owner whose
+        write-back failed is retried every ``RETRY_S`` seconds, not every tick."""
+        while True:
+            await trio.sleep(min(1.0, delay) or 0.1)
+            now = time.monotonic()
+            for key in self.dirty(before=now - delay):
+                entry = self._dirty.get(key)
+                owner = entry.owner if entry is not None else None
+                if owner is None or (owner.failed_at and now - owner.failed_at < RETRY_S):
+                    continue
+                await owner.write_back_key(key)

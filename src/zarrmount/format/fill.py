@@ -30,57 +30,85 @@ def _from_bytes(raw: bytes, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(())
 
 
+def _legacy_zero(value: Any) -> bool:
+    """Old writers stored ``0`` as the fill value of bytes and strings: zeros."""
+    return value == 0 and not isinstance(value, str)
+
+
+def _bytes_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if _legacy_zero(value):
+        return np.zeros((), dtype=dtype)
+    if not isinstance(value, str):
+        raise MetadataError(f"fill value {value!r} is not base64 text")
+    raw = base64.b64decode(value, validate=True)
+    return np.array(raw, dtype=dtype) if dtype.kind == "S" else _from_bytes(raw, dtype)
+
+
+def _text_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if _legacy_zero(value):
+        return np.zeros((), dtype=dtype)
+    if not isinstance(value, str):
+        raise MetadataError(f"fill value {value!r} is not text")
+    return np.array(value, dtype=dtype)
+
+
+def _complex_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if isinstance(value, list) and len(value) == 2:
+        return np.array(complex(_float(value[0]), _float(value[1])), dtype=dtype)
+    return np.array(_float(value), dtype=dtype)
+
+
+def _time_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if value == "NaT":
+        return np.array("NaT", dtype=dtype)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MetadataError(f"bad datetime fill value {value!r}")
+    return np.array(value, dtype=np.int64).view(dtype.newbyteorder("=")).astype(dtype)
+
+
+def _bool_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if not isinstance(value, bool | int):
+        raise MetadataError(f"bad boolean fill value {value!r}")
+    return np.array(bool(value), dtype=dtype)
+
+
+def _int_fill(value: Any, dtype: np.dtype) -> np.ndarray:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MetadataError(f"bad integer fill value {value!r}")
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise MetadataError(f"fill value {value} is out of range for {dtype}")
+    return np.array(value, dtype=dtype)
+
+
+# How each kind of dtype writes its v2 fill value (structured dtypes are kind "V").
+_V2_FILLS = {
+    "S": _bytes_fill,
+    "V": _bytes_fill,
+    "U": _text_fill,
+    "f": lambda value, dtype: np.array(_float(value), dtype=dtype),
+    "c": _complex_fill,
+    "m": _time_fill,
+    "M": _time_fill,
+    "b": _bool_fill,
+    "i": _int_fill,
+    "u": _int_fill,
+}
+
+
 def decode_v2_fill(value: Any, dtype: np.dtype) -> np.ndarray:
     """Decode a v2 ``fill_value``; ``null`` (and legacy ``0`` for bytes/strings) reads as zeros."""
-    zero = np.zeros((), dtype=dtype)
     if value is None:
-        return zero
-    kind = dtype.kind
+        return np.zeros((), dtype=dtype)
+    decode = _V2_FILLS.get(dtype.kind)
+    if decode is None:
+        raise MetadataError(f"no fill value encoding for dtype {dtype}")
     try:
-        if kind in "SV" or dtype.fields is not None:
-            if value == 0 and not isinstance(value, str):
-                return zero
-            if not isinstance(value, str):
-                raise MetadataError(f"fill value {value!r} is not base64 text")
-            raw = base64.b64decode(value, validate=True)
-            if kind == "S":
-                return np.array(raw, dtype=dtype)
-            return _from_bytes(raw, dtype)
-        if kind == "U":
-            if value == 0 and not isinstance(value, str):
-                return zero
-            if not isinstance(value, str):
-                raise MetadataError(f"fill value {value!r} is not text")
-            return np.array(value, dtype=dtype)
-        if kind == "f":
-            return np.array(_float(value), dtype=dtype)
-        if kind == "c":
-            if isinstance(value, list) and len(value) == 2:
-                return np.array(complex(_float(value[0]), _float(value[1])), dtype=dtype)
-            return np.array(_float(value), dtype=dtype)
-        if kind in "mM":
-            if value == "NaT":
-                return np.array("NaT", dtype=dtype)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise MetadataError(f"bad datetime fill value {value!r}")
-            native = np.array(value, dtype=np.int64).view(dtype.newbyteorder("="))
-            return native.astype(dtype)
-        if kind == "b":
-            if not isinstance(value, bool | int):
-                raise MetadataError(f"bad boolean fill value {value!r}")
-            return np.array(bool(value), dtype=dtype)
-        if kind in "iu":
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise MetadataError(f"bad integer fill value {value!r}")
-            info = np.iinfo(dtype)
-            if not info.min <= value <= info.max:
-                raise MetadataError(f"fill value {value} is out of range for {dtype}")
-            return np.array(value, dtype=dtype)
+        return decode(value, dtype)
     except (binascii.Error, ValueError, TypeError, OverflowError) as e:
         raise MetadataError(f"bad fill value {value!r} for {dtype}: {e}") from e
-    raise MetadataError(f"no fill value encoding for dtype {dtype}")
 
 
 def _hex_bits(text: str, dtype: np.dtype) -> np.ndarray:

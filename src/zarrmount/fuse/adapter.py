@@ -42,6 +42,17 @@ def _guard(fn):
     return wrapper
 
 
+def _refusing(name: str, otherwise: int):
+    """A handler for a request that changes metadata: EROFS on read-only mounts, else
+    ``otherwise``."""
+
+    async def refuse(self, *args):
+        self._refuse(otherwise)
+
+    refuse.__name__ = refuse.__qualname__ = name
+    return _guard(refuse)
+
+
 def _entry(attr: Attr) -> pyfuse3.EntryAttributes:
     e = pyfuse3.EntryAttributes()
     e.st_ino = attr.ino
@@ -191,47 +202,19 @@ class Operations(pyfuse3.Operations):
     def _refuse(self, otherwise: int) -> None:
         raise FsError(errno.EROFS if self.fs.options.read_only else otherwise)
 
-    @_guard
-    async def setxattr(self, inode, name, value, ctx):
-        self._refuse(errno.ENOTSUP)
-
-    @_guard
-    async def removexattr(self, inode, name, ctx):
-        self._refuse(errno.ENOTSUP)
-
+    # Extended attributes are the metadata's: none is set or removed through the mount.
+    setxattr = _refusing("setxattr", errno.ENOTSUP)
+    removexattr = _refusing("removexattr", errno.ENOTSUP)
     # The tree is the hierarchy's metadata: no file or directory is made, removed or
     # renamed through the mount (EROFS on read-only mounts, EPERM on rw ones).
-    @_guard
-    async def create(self, parent_inode, name, mode, flags, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def mknod(self, parent_inode, name, mode, rdev, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def mkdir(self, parent_inode, name, mode, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def unlink(self, parent_inode, name, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def rmdir(self, parent_inode, name, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def symlink(self, parent_inode, name, target, ctx):
-        self._refuse(errno.EPERM)
-
-    @_guard
-    async def link(self, inode, new_parent_inode, new_name, ctx):
-        self._refuse(errno.EPERM)
+    create = _refusing("create", errno.EPERM)
+    mknod = _refusing("mknod", errno.EPERM)
+    mkdir = _refusing("mkdir", errno.EPERM)
+    unlink = _refusing("unlink", errno.EPERM)
+    rmdir = _refusing("rmdir", errno.EPERM)
+    rename = _refusing("rename", errno.EPERM)
+    symlink = _refusing("symlink", errno.EPERM)
+    link = _refusing("link", errno.EPERM)
 
     @_guard
     async def access(self, inode, mode, ctx):

@@ -8,13 +8,13 @@ import signal
 import pyfuse3
 import trio
 
+from zarrmount.assemble import Mount
 from zarrmount.fuse import records
 from zarrmount.fuse.adapter import Operations
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL, ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
 from zarrmount.store import public_url
-from zarrmount.vfs import Filesystem
 
 log = logging.getLogger(__name__)
 
@@ -37,47 +37,45 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
     return opts
 
 
-async def _serve(ops: Operations, mountpoint: str, ready: ReadyPipe) -> None:
-    fs = ops.fs
+async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPipe) -> None:
+    options = mount.options
     async with trio.open_nursery() as nursery:
-        fs.background.nursery = nursery
+        mount.background.nursery = nursery
 
         async def stop_on_signal() -> None:
             with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
                 async for signum in signals:
                     log.info("%s: storing dirty data, then unmounting", _stop_reason(signum))
                     sd_notify("STOPPING=1")
-                    await fs.flush_all()  # while the mount still answers requests
+                    await mount.arrays.flush_all()  # while the mount still answers requests
                     pyfuse3.terminate()
                     return
 
         async def announce() -> None:
             # The kernel applies its own read-ahead when INIT is answered: set ours after.
             await ops.initialized.wait()
-            if ops.fs.options.read_ahead_kb is not None:
-                await trio.to_thread.run_sync(
-                    set_read_ahead, mountpoint, ops.fs.options.read_ahead_kb
-                )
+            if options.read_ahead_kb is not None:
+                await trio.to_thread.run_sync(set_read_ahead, mountpoint, options.read_ahead_kb)
             ready.ready()
-            await fs.warm_up()
-            await fs.keep_decoders()
+            await mount.warm_up()
+            await mount.decoders.keep_alive()
 
         nursery.start_soon(stop_on_signal)
         nursery.start_soon(announce)
-        if not fs.options.read_only:
-            nursery.start_soon(fs.write_back_idle, fs.options.writeback_delay)
+        if not options.read_only:
+            nursery.start_soon(mount.cache.write_back_idle, options.writeback_delay)
         await pyfuse3.main()
-        fs.background.nursery = None
+        mount.background.nursery = None
         nursery.cancel_scope.cancel()
-    if await fs.flush_all():
+    if await mount.arrays.flush_all():
         log.error("some dirty data could not be stored before exit")
 
 
-def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
-    """Mount ``fs`` at ``mountpoint`` and serve it; returns the exit status."""
-    ops = Operations(fs)
+def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
+    """Mount ``mount``'s filesystem at ``mountpoint`` and serve it; returns the exit status."""
+    ops = Operations(mount.fs)
     try:
-        pyfuse3.init(ops, mountpoint, fuse_options(source, fs.options))
+        pyfuse3.init(ops, mountpoint, fuse_options(source, mount.options))
     except RuntimeError as e:
         reason = f"cannot mount at {mountpoint}: {e}"
         log.error(reason)
@@ -87,7 +85,7 @@ def run(fs: Filesystem, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     record = records.write_record(mountpoint)
     status = 0
     try:
-        trio.run(_serve, ops, mountpoint, ready)
+        trio.run(_serve, ops, mount, mountpoint, ready)
     except BaseException:
         log.exception("FUSE main loop failed")
         status = 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import TypeVar
 
 import trio
 
+from zarrmount.counters import Counters
 from zarrmount.store.base import Store, StoreError
 from zarrmount.store.failures import RecentFailures
 
@@ -21,38 +23,50 @@ SLACK_S = 1.0
 # only from a store that is there); a failed check counts for nothing.
 ROOT_CHECK_S = 1.0
 
+T = TypeVar("T")
+# ``read(offset, length)``: bytes of one stored value, in a worker thread.
+PartReader = Callable[[int, int], bytes]
+# ``read_parts(key, use)``: ``use(size, read)`` over ``key``'s value, None when missing.
+PartsReader = Callable[[str, Callable[[int, PartReader], T]], T | None]
 
-@dataclass
-class StoreStats:
-    gets: int = 0
-    get_bytes: int = 0
-    sets: int = 0
-    set_bytes: int = 0
-    deletes: int = 0
-    synced: int = 0  # keys made durable by fsync (local stores)
-    errors: int = 0
+
+class StoreStats(Counters):
+    # synced: keys made durable by fsync (local stores)
+    names = ("gets", "get_bytes", "errors", "sets", "set_bytes", "deletes", "synced")
+    __slots__ = names
 
 
 class AsyncStore:
-    """Awaitable wrapper of a :class:`Store`; at most ``concurrency`` calls at once."""
+    """Awaitable wrapper of a :class:`Store`; at most ``concurrency`` calls at once (the
+    store's own default unless given). The one interface every layer above ``store/`` uses:
+    what differs between local and object stores is decided here."""
 
-    def __init__(self, store: Store, concurrency: int = 16) -> None:
+    def __init__(self, store: Store, concurrency: int | None = None) -> None:
         self.store = store
+        self.url = store.url
         self.stats = StoreStats()
-        self._limiter = trio.CapacityLimiter(concurrency)
+        self._limiter = trio.CapacityLimiter(concurrency or store.concurrency)
         self._failed = RecentFailures()
         self._root_seen: float | None = None  # trio time the root was last found
 
-    async def _run(self, fn, *args, deadline_s: float | None = None):
-        """Run ``fn`` in a thread; for remote stores never wait past the deadline."""
+    async def _run(
+        self,
+        fn,
+        *args,
+        deadline_s: float | None = None,
+        limiter: trio.CapacityLimiter | None = None,
+    ):
+        """Run ``fn`` in a thread (under the store's limiter unless given another); for
+        remote stores never wait past the deadline."""
         deadline = self.store.deadline_s if deadline_s is None else deadline_s
+        limiter = limiter or self._limiter
         try:
             if not self.store.remote:
-                return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+                return await trio.to_thread.run_sync(fn, *args, limiter=limiter)
             # A hung request is abandoned (its thread finishes on its own) after the deadline.
             with trio.fail_after(deadline + SLACK_S):
                 return await trio.to_thread.run_sync(
-                    fn, *args, limiter=self._limiter, abandon_on_cancel=True
+                    fn, *args, limiter=limiter, abandon_on_cancel=True
                 )
         except trio.TooSlowError:
             self.stats.errors += 1
@@ -118,12 +132,109 @@ class AsyncStore:
         await self._run(self.store.sync, keys)
         self.stats.synced += len(keys)
 
-    def count_get(self, nbytes: int | None) -> None:
-        """Account for a get done by a caller's own worker thread (fetch and decode in one)."""
+    @property
+    def reads_parts(self) -> bool:
+        """Parts of a value cost less than all of it (local files; an object store
+        request costs the same for any part)."""
+        return self.store.reads_parts
+
+    @property
+    def warm_start(self) -> bool:
+        """Readying arrays at mount pays: a first read is set by decoder start-up, not
+        by the network, and a listing costs no requests."""
+        return not self.store.remote
+
+    def _count_get(self, nbytes: int | None) -> None:
         self.stats.gets += 1
         if nbytes is not None:
             self.stats.get_bytes += nbytes
 
-    async def call(self, fn, *args):
-        """Run another blocking function of the store layer (e.g. a hierarchy load)."""
-        return await self._run(fn, *args)
+    async def get_with(
+        self,
+        key: str,
+        buffer_for: Callable[[int], bytearray],
+        use: Callable[[memoryview | bytes], T],
+        limiter: trio.CapacityLimiter,
+    ) -> T | None:
+        """``use(value)`` in a worker thread under ``limiter``, or None when ``key`` is
+        missing. A local store reads the value into ``buffer_for(size)`` in that same
+        thread (a thread hop costs more than reading a small chunk); an object store's
+        value is fetched first, within its deadline."""
+        if self.store.remote:
+            raw = await self.get(key)
+            return None if raw is None else await trio.to_thread.run_sync(use, raw, limiter=limiter)
+        # not _run: a chunk that fails to decode is no store error
+        found = await trio.to_thread.run_sync(self._read_use, key, buffer_for, use, limiter=limiter)
+        self._count_get(found[1])
+        return found[0]
+
+    def _read_use(self, key: str, buffer_for, use) -> tuple[object, int | None]:
+        raw = self.store.read_into(key, buffer_for)
+        return (None, None) if raw is None else (use(raw), len(raw))
+
+    async def get_batch(
+        self,
+        keys: list[str],
+        buffer_for: Callable[[int], bytearray],
+        use: Callable[[memoryview | bytes], T],
+        limiter: trio.CapacityLimiter,
+    ) -> list[T | None] | None:
+        """``get_with`` of each key in turn, in one worker thread, up to the first that
+        fails; None where the store answers faster one request at a time (object stores:
+        requests in parallel), and the caller should ask key by key."""
+        if self.store.remote:
+            return None
+        found = await trio.to_thread.run_sync(
+            self._read_many, keys, buffer_for, use, limiter=limiter
+        )
+        for _, nbytes in found:
+            self._count_get(nbytes)
+        return [value for value, _ in found]
+
+    def _read_many(self, keys: list[str], buffer_for, use) -> list[tuple[object, int | None]]:
+        found = []
+        for key in keys:
+            try:
+                found.append(self._read_use(key, buffer_for, use))
+            except Exception:
+                break  # left to the caller's key-by-key path, which reports it
+        return found
+
+    async def with_parts(self, fn: Callable[[PartsReader], T], limiter) -> T:
+        """``fn(read_parts)`` in a worker thread under ``limiter``, where
+        ``read_parts(key, use)`` calls ``use(size, read)`` with ``read(offset, length)``
+        reading parts of ``key``'s value (None when missing). Only where ``reads_parts``."""
+        counts: list[int] = []  # bytes per value read, counted back on this thread
+        reader = functools.partial(self._read_parts, counts)
+        found = await trio.to_thread.run_sync(fn, reader, limiter=limiter)
+        for nbytes in counts:
+            self._count_get(nbytes)
+        return found
+
+    def _read_parts(self, counts: list[int], key: str, use: Callable[[int, PartReader], T]):
+        nread = 0
+
+        def read_counted(read: PartReader, at: int, n: int) -> bytes:
+            nonlocal nread
+            got = read(at, n)
+            nread += len(got)
+            return got
+
+        found = self.store.read_ranges(
+            key, lambda size, read: use(size, functools.partial(read_counted, read))
+        )
+        if found:  # a use that declined (a value that decodes only whole) fetches it whole
+            counts.append(nread)
+        return found
+
+    async def list_dir(self, prefix: str) -> list[str]:
+        return await self._run(self.store.list_dir, prefix)
+
+    @property
+    def list_calls(self) -> int:
+        return self.store.list_calls
+
+    async def run(self, fn: Callable[..., T], *args) -> T:
+        """``fn(store, *args)``: a blocking function of the layers above over the store (a
+        hierarchy load, a listing walk), in a worker thread within the deadline."""
+        return await self._run(fn, self.store, *args)

@@ -42,7 +42,8 @@ class Store(ABC):
     """Blocking key/value access; ``None`` means the key does not exist."""
 
     url: str
-    remote = False  # remote stores get deadlines and more concurrent requests
+    remote = False  # remote stores get deadlines, and callers no batched reads
+    concurrency = 16  # requests at once, unless the mount's options say otherwise
     reads_parts = False  # read_ranges works, and parts of a value cost less than all of it
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so

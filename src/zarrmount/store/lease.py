@@ -25,16 +25,30 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import fsspec
 import fsspec.asyn
 
 from zarrmount.store.base import StoreError
 from zarrmount.store.local import LOCK_NAME
 from zarrmount.store.retry import with_retries
 
-if TYPE_CHECKING:
-    from zarrmount.store.remote import FsspecStore
+
+class ObjectStore(Protocol):
+    """What a lease needs of its store (an fsspec one, ``store/remote.py``)."""
+
+    fs: fsspec.AbstractFileSystem
+    deadline_s: float
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def set(self, key: str, value: bytes) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def _path(self, key: str) -> str: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +140,7 @@ class WriterLease:
 
     def __init__(
         self,
-        store: FsspecStore,
+        store: ObjectStore,
         holder: str,
         *,
         ttl_s: float = TTL_S,
@@ -308,7 +322,7 @@ class WriterLease:
                 log.warning("cannot remove the writer lease: %s", e)
 
 
-def take_lease(store: FsspecStore, holder: str, *, renew: bool = True) -> WriterLease:
+def take_lease(store: ObjectStore, holder: str, *, renew: bool = True) -> WriterLease:
     """Take the writer lease of ``store`` (StoreError naming the holder if it is held)."""
     lease = WriterLease(store, holder).take()
     if renew:

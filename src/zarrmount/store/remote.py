@@ -29,6 +29,7 @@ class FsspecStore(Store):
     """Keys are paths below the URL's root in an fsspec filesystem."""
 
     remote = True
+    concurrency = 64  # requests wait on the network, not on the CPU
 
     def __init__(self, url: str, deadline_s: float = 30.0, **storage_options: Any) -> None:
         self.url = public_url(url)

@@ -11,7 +11,7 @@ import logging
 
 from zarrmount.format import conventions as conv
 from zarrmount.format.dtypes import dtype_label
-from zarrmount.format.model import ArrayMeta, ArrayNode, GroupNode
+from zarrmount.format.model import ArrayMeta
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +59,3 @@ def array_xattrs(path: str, meta: ArrayMeta) -> dict[str, bytes]:
     if meta.dimension_names is not None:
         found[PREFIX + "dimension_names"] = _json(list(meta.dimension_names))
     return found
-
-
-def node_xattrs(node: GroupNode | ArrayNode | None) -> dict[str, bytes]:
-    """The attributes of a node (``None``: the directory holding a root array)."""
-    if isinstance(node, ArrayNode):
-        return array_xattrs(node.path, node.meta)
-    if node is None:
-        return group_xattrs("", {})
-    return group_xattrs(node.path, node.attributes)

@@ -7,20 +7,32 @@ about each: its work grows with the chunks that are there, not with those that a
 
 from __future__ import annotations
 
+import logging
 import re
+import weakref
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import trio
 
+from zarrmount.array.grid import UnitGrid
+from zarrmount.array.units import UnitStates
+from zarrmount.cache import ChunkCache
 from zarrmount.format.model import ChunkKeyEncoding
 from zarrmount.layout import product
-from zarrmount.store import Store
+from zarrmount.store import Store, StoreError
+from zarrmount.store.aio import AsyncStore
+
+log = logging.getLogger(__name__)
 
 # Names listed at most: an array with more stored keys is read chunk by chunk.
 LIMIT = 16384
 # What one listed unit costs in memory (a tuple of ints in a set), for the cache's budget.
 _UNIT_BYTES = 160
 _NUMBER = "(0|[1-9][0-9]*)"
+# How long a listing of an array's stored chunks is trusted: writers other than this
+# mount are noticed within this time.
+LISTING_TTL_S = 30.0
 
 
 def _level_patterns(encoding: ChunkKeyEncoding, ndim: int) -> list[re.Pattern]:
@@ -120,3 +132,47 @@ class Selector:
         inside = np.all(hi > lo, axis=1)
         for a, b in zip(lo[inside].tolist(), hi[inside].tolist(), strict=True):
             yield from product([range(x, y) for x, y in zip(a, b, strict=True)])
+
+
+class Listing:
+    """One array's listing of stored units: made when a wide read asks, kept as a cache
+    entry, made anew once LISTING_TTL_S old, and told of every unit this mount stores."""
+
+    def __init__(
+        self, path: str, grid: UnitGrid, store: AsyncStore, cache: ChunkCache, states: UnitStates
+    ) -> None:
+        self.path, self.grid, self.store, self.cache = path, grid, store, cache
+        self.states = states
+        # listings still in use (cached, or held by a read): each learns what is stored
+        self._listings: weakref.WeakSet[StoredUnits] = weakref.WeakSet()
+
+    async def units(self) -> StoredUnits | None:
+        """The listing; None when unknown (too many to list, or the listing failed)."""
+        key = (self.path, "stored")
+        listed = self.cache.peek(key)
+        if listed is not None and trio.current_time() - listed.listed_at > LISTING_TTL_S:
+            self.cache.invalidate(key)
+        listed = await self.cache.get(key, self._list)
+        return listed if listed.units is not None else None
+
+    async def _list(self) -> tuple[StoredUnits, int]:
+        states = self.states
+        stores, busy = states.stores, states.any_busy
+        grid = self.grid
+        try:
+            units = await self.store.run(
+                list_units, grid.prefix, grid.meta.key_encoding, len(grid.meta.shape)
+            )
+        except StoreError as e:
+            log.warning("%s: its chunks are read one by one (no listing: %s)", self.path, e)
+            units = None
+        if busy or states.any_busy or states.stores != stores:
+            units = None  # a write-back overlapped the listing, which may miss its key
+        listed = StoredUnits(units, grid.per_unit, trio.current_time())
+        self._listings.add(listed)
+        return listed, listed.nbytes
+
+    def note_stored(self, unit: tuple[int, ...]) -> None:
+        """This mount stored ``unit``: a listing made before must now include it."""
+        for listed in self._listings:
+            listed.add(unit)

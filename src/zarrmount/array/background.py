@@ -1,4 +1,4 @@
-"""Where work nobody waits for runs (prefetch, follow-up loads, write-back timers)."""
+"""Where work nobody waits for runs (prefetch, follow-up loads)."""
 
 from __future__ import annotations
 

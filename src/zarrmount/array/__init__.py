@@ -1,0 +1,76 @@
+"""The per-array engine: chunk keys, codec pipelines, shards, fill values, whole and partial
+reads, write-back. The filesystem above asks it for bytes of an array; it alone knows
+chunks and stores."""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+from zarrmount.array.reader import ArrayReader
+from zarrmount.array.shared import Shared
+from zarrmount.array.writer import ArrayWriter
+from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
+from zarrmount.errors import FsError
+from zarrmount.format.model import ArrayNode
+
+log = logging.getLogger(__name__)
+
+
+class Arrays:
+    """Opens the engine of each array a mount serves. Writable ones are kept for the
+    mount's life: they may hold dirty chunks, and ``flush_all`` stores them."""
+
+    def __init__(
+        self,
+        shared: Shared,
+        *,
+        read_only: bool,
+        write_empty_chunks: bool = False,
+        dirty_limit: int,
+        root_pipeline: Pipeline | None = None,
+    ) -> None:
+        self.shared = shared
+        self.read_only = read_only
+        self.write_empty_chunks = write_empty_chunks
+        self.dirty_limit = dirty_limit
+        self._root_pipeline = root_pipeline  # a root array's, built when it was found
+        self._writable: list[ArrayWriter] = []
+
+    def open(self, node: ArrayNode) -> ArrayReader:
+        """A new engine for ``node``: an ArrayWriter unless the mount is read-only."""
+        try:
+            pipeline = (
+                self._root_pipeline
+                if self._root_pipeline is not None and node.path == ""
+                else shared_pipeline(node.meta)
+            )
+        except CodecError as e:  # built once already, when the array was listed
+            log.error("%s: %s", node.path, e)
+            raise FsError(errno.EIO, str(e)) from e
+        if self.read_only:
+            return ArrayReader(node, pipeline, self.shared)
+        array = ArrayWriter(
+            node,
+            pipeline,
+            self.shared,
+            write_empty_chunks=self.write_empty_chunks,
+            dirty_limit=max(self.dirty_limit, node.meta.chunk_nbytes),
+        )
+        self._writable.append(array)
+        return array
+
+    async def flush_all(self) -> int:
+        """Store every dirty chunk of every array and make it durable, as unmounting a
+        filesystem does; returns how many arrays failed."""
+        failed = 0
+        for array in self._writable:
+            try:
+                await array.sync()
+            except FsError as e:
+                failed += 1
+                log.error("%s: %s", array.path, e)
+        return failed
+
+
+__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared"]

@@ -1,0 +1,88 @@
+"""One array's read-ahead: chunks a sequential reader will want are loaded in the
+background, chunks read in part follow whole, and a streaming reader's finished chunks go
+back to the pool (drop-behind)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import TYPE_CHECKING
+
+from zarrmount.array.background import Background
+from zarrmount.array.grid import WIDE, Coords
+from zarrmount.cache.prefetch import ReadAhead
+from zarrmount.errors import FsError
+from zarrmount.layout import chunks_touched, count_touched, pieces
+
+if TYPE_CHECKING:
+    from zarrmount.array.source import ChunkSource
+
+# At most this many loads of chunks read in part pending per file: a random reader
+# touching many chunks queues their decoding (as it would have done in the foreground),
+# but not without bound; a chunk skipped is read in part again, and may follow next time.
+FOLLOW_LIMIT = 64
+
+
+class Prefetcher:
+    """Loads chunks in the background: ahead of a sequential reader (at most WIDE loads
+    of this array under way: a reader faster than the store must not pile up tasks), and
+    those read in part."""
+
+    def __init__(self, source: ChunkSource, background: Background) -> None:
+        self.model = ReadAhead(source.meta.nbytes, source.cache.capacity // 4)
+        self.source, self.background = source, background
+        self._following = 0  # background loads under way
+
+    @property
+    def sequential(self) -> bool:
+        return self.model.sequential
+
+    def observe(self, offset: int, end: int) -> None:
+        """A read of bytes ``[offset, end)``: start read-ahead if the model asks for it."""
+        ahead = self.model.observe(offset, end)
+        if ahead is not None:
+            isz = self.source.meta.itemsize
+            self.background.start_soon(self._ahead, ahead[0] // isz, -(-ahead[1] // isz))
+
+    def follow(self, coords: list[Coords]) -> None:
+        """Chunks read in part: load them whole in the background (within FOLLOW_LIMIT)."""
+        source = self.source
+        for c in coords:
+            if self._following < FOLLOW_LIMIT and not source.cache.loading(source.key(c)):
+                self._start(c)
+
+    def _start(self, coords: Coords) -> None:
+        self._following += self.background.start_soon(self._follow, coords)
+
+    async def _ahead(self, first: int, last: int) -> None:
+        """Load the chunks of elements ``[first, last)`` into the cache, in walk order: at
+        most WIDE of them, and at most WIDE background loads of this file under way."""
+        meta, cache = self.source.meta, self.source.cache
+        count = functools.partial(count_touched, meta.shape, meta.chunks)
+        last = next(pieces(first, last, count, WIDE), (first, first))[1]
+        for coords in chunks_touched(meta.shape, meta.chunks, first, last):
+            if self._following >= WIDE:
+                return
+            key = self.source.key(coords)
+            if cache.peek(key) is None and not cache.loading(key):
+                self._start(coords)
+
+    async def _follow(self, coords: Coords) -> None:
+        """Load a chunk into the cache in the background; a failed load was logged, and
+        the reader meets the same error if it gets there."""
+        try:
+            with contextlib.suppress(FsError):
+                _, entry = await self.source.chunk(coords)
+                self.source.cache.unpin(entry)
+        finally:
+            self._following -= 1
+
+    def drop_behind(self, plan: dict, last: int, steps: list[int]) -> None:
+        """A streaming reader never comes back (the page cache serves rereads): give the
+        buffers of chunks it has read to the end back to the pool, while they are warm."""
+        if not self.model.sequential:
+            return
+        source = self.source
+        for coords in plan:
+            if source.grid.chunk_end(coords, steps) < last:
+                source.cache.release(source.key(coords))

@@ -1,0 +1,156 @@
+"""Shards: the cached index of each shard, where an inner chunk lies in it, reading it
+whole or in part, and building a new shard on write-back."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from zarrmount.array.decoders import Decoders
+from zarrmount.array.grid import Coords, UnitGrid
+from zarrmount.array.units import UnitStates
+from zarrmount.cache import ChunkCache
+from zarrmount.codecs import ChunkDecodeError
+from zarrmount.codecs.v3 import MISSING
+from zarrmount.store import StoreError
+from zarrmount.store.aio import AsyncStore
+
+# The cached "index" of a shard that does not exist: every inner chunk reads as fill.
+_NO_SHARD = np.empty(0, dtype=np.uint64)
+_NO_SHARD_BYTES = 512  # the entry's own cost, as for a chunk of fill values
+
+
+class InnerPlace(NamedTuple):
+    """An inner chunk's ``length`` bytes at ``offset`` in the shard under ``key``, as of
+    the shard's ``generation``."""
+
+    key: str
+    offset: int
+    length: int
+    shard: Coords
+    generation: int
+
+
+class ShardReader:
+    """One array's shards: inner chunks read by their (cached) index, shards rebuilt on
+    write-back."""
+
+    def __init__(
+        self,
+        path: str,
+        grid: UnitGrid,
+        store: AsyncStore,
+        cache: ChunkCache,
+        decoders: Decoders,
+        states: UnitStates,
+    ) -> None:
+        self.path, self.grid, self.store, self.cache = path, grid, store, cache
+        self.decoders, self.states = decoders, states
+
+    async def index(self, key: str) -> np.ndarray:
+        """The shard's index, from the cache; empty when the shard does not exist."""
+        return await self.cache.get((self.path, "index", key), lambda: self._load(key))
+
+    def forget(self, key: str) -> None:
+        """The shard was rewritten: its cached index is stale."""
+        self.cache.invalidate((self.path, "index", key))
+
+    async def _load(self, key: str) -> tuple[np.ndarray, int]:
+        spec = self.grid.sharding
+        n = spec.index_nbytes
+        raw = await self.store.get_range(key, -n if spec.at_end else 0, n)
+        if raw is None:
+            return _NO_SHARD, _NO_SHARD_BYTES
+        if len(raw) != n:
+            raise ChunkDecodeError(f"shard index has {len(raw)} bytes, expected {n}")
+        index = await self.decoders.run(spec.decode_index, raw)
+        return index, index.nbytes
+
+    def inner_range(self, index: np.ndarray, local: Coords) -> tuple[int, int] | None:
+        """``(offset, length)`` of an inner chunk in its shard; None when it is absent. An
+        entry longer than any encoding of the chunk is damage, not a request to make."""
+        offset, length = (int(v) for v in index[local])
+        if offset == MISSING and length == MISSING:
+            return None
+        if length > self.grid.sharding.inner_stored or offset >= 1 << 62:
+            raise ChunkDecodeError(
+                f"shard index says inner chunk {list(local)} has {length} bytes at {offset}"
+            )
+        return offset, length
+
+    async def fetch_inner(self, key: str, local: Coords, shard: Coords) -> bytes | None:
+        """The bytes of one inner chunk: a range request located by the (cached) shard index.
+
+        Index and range must come from the same version of the shard: a fetch that
+        overlapped a rewrite of the shard starts over.
+        """
+        states = self.states
+        while True:
+            await states.idle(shard)
+            generation = states.generation(shard)
+            raw = await self._fetch_inner_once(key, local)
+            if not states.changed(shard, generation):
+                return raw
+
+    async def _fetch_inner_once(self, key: str, local: Coords) -> bytes | None:
+        index = await self.index(key)
+        if index.size == 0:
+            return None
+        found = self.inner_range(index, local)
+        if found is None:
+            return None
+        offset, length = found
+        raw = await self.store.get_range(key, offset, length)
+        if raw is None or len(raw) != length:
+            raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
+        return raw
+
+    async def place(self, coords: Coords) -> InnerPlace | None:
+        """Where an inner chunk lies in its shard, by the shard's (cached) index; None when
+        the normal path had better handle it (no shard, no such chunk, a shard being
+        rewritten, an index that fails: that path reports it)."""
+        grid, states = self.grid, self.states
+        key, local = grid.locate(coords)
+        shard = grid.unit(coords)
+        if states.busy(shard):
+            return None
+        generation = states.generation(shard)
+        try:
+            index = await self.index(key)
+            if index.size == 0 or states.changed(shard, generation):
+                return None
+            found = self.inner_range(index, local)
+        except (StoreError, ChunkDecodeError):
+            return None
+        if found is None:
+            return None
+        return InnerPlace(key, *found, shard, generation)
+
+    async def build(self, unit: Coords, encoded: dict[Coords, bytes | None]) -> bytes | None:
+        """The new stored form of shard ``unit``: ``encoded`` inner chunks (by chunk
+        coordinates; None: all fill), the others copied from the old shard; None when
+        nothing is left to store."""
+        grid = self.grid
+        spec = grid.sharding
+        inner = grid.inner(unit)
+        # A shard whose inner chunks are all rewritten needs nothing of the old one.
+        old = None if len(encoded) == len(inner) else await self.store.get(grid.key(unit))
+        index = None
+        if old is not None:
+            tail = old[-spec.index_nbytes :] if spec.at_end else old[: spec.index_nbytes]
+            index = await self.decoders.run(spec.decode_index, tail)
+        pieces: dict[Coords, bytes] = {}
+        for local, coords in inner:
+            if coords in encoded:
+                raw = encoded[coords]
+            elif index is not None and int(index[local][0]) != MISSING:
+                offset, length = (int(v) for v in index[local])
+                raw = old[offset : offset + length]
+            else:
+                raw = None
+            if raw is not None:
+                pieces[local] = raw
+        if not pieces:
+            return None
+        return await self.decoders.run(spec.assemble, pieces)

@@ -1,0 +1,19 @@
+"""What every array engine of one mount shares, made by the mount's assembly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zarrmount.array.background import Background
+from zarrmount.array.decoders import Decoders
+from zarrmount.cache import BufferPool, ChunkCache
+from zarrmount.store.aio import AsyncStore
+
+
+@dataclass
+class Shared:
+    store: AsyncStore
+    cache: ChunkCache
+    pool: BufferPool  # freed chunk buffers wait here for the next decode
+    decoders: Decoders
+    background: Background  # where prefetches and follow-up loads run

@@ -1,0 +1,189 @@
+"""Decoded chunks of one array, from the cache or the store: keys, absent chunks as the
+fill value, shards, decoding into pool buffers; every failure an EIO naming the key."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import numpy as np
+import trio
+
+from zarrmount.array.failures import failed
+from zarrmount.array.grid import Coords, UnitGrid
+from zarrmount.array.shards import ShardReader
+from zarrmount.array.shared import Shared
+from zarrmount.array.stored_units import Listing
+from zarrmount.array.units import UnitStates
+from zarrmount.cache import Loaded
+from zarrmount.codecs import ChunkDecodeError, Pipeline
+from zarrmount.codecs.base import Unsupported, raw_dtype
+from zarrmount.format.model import ArrayNode
+from zarrmount.memory import scratch
+from zarrmount.store import StoreError
+
+log = logging.getLogger(__name__)
+
+# A missing chunk is a zero-stride view of the fill value: it costs the cache only its
+# entry (measured: about 340 bytes with 1-D coordinates, 380 with 2-D).
+FILL_ENTRY_BYTES = 512
+# The worker-thread scratch slot for stored chunk bytes: the kernel copies file data into
+# misaligned memory several times slower.
+STORED = "stored"
+# Chunk buffers made ready for an array's first read: a first request of a streaming
+# reader touches one row of chunks, often four to sixteen.
+WARM_CHUNKS = 16
+
+
+class _Landing:
+    """Where one chunk's stored bytes land in a worker thread, and their decoding: a
+    chunk stored as it is read goes straight into its pool buffer, others into the
+    thread's scratch, decoded from there into a pool buffer."""
+
+    def __init__(self, source: ChunkSource) -> None:
+        self.source = source
+        self.buffer: np.ndarray | None = None
+
+    def buffer_for(self, size: int) -> np.ndarray:
+        source = self.source
+        if source.pipeline.passthrough and size == source.meta.chunk_nbytes:
+            self.buffer = source.pool.take(size)
+            return self.buffer
+        return scratch(STORED, size)
+
+    def __call__(self, raw: memoryview | bytes) -> Loaded:
+        source, buffer, self.buffer = self.source, self.buffer, None
+        meta = source.meta
+        if buffer is not None:
+            if len(raw) == meta.chunk_nbytes:
+                return Loaded(buffer.view(source.raw).reshape(meta.chunks), len(raw), buffer)
+            source.pool.give(buffer)  # shorter than it was: decoded as any other
+        return source.decode_into(raw)
+
+
+class ChunkSource:
+    """The decoded chunks of one array, shared by its reader and writer."""
+
+    def __init__(self, node: ArrayNode, pipeline: Pipeline, shared: Shared) -> None:
+        self.path = node.path
+        self.meta = meta = node.meta
+        self.pipeline = pipeline
+        self.store, self.cache, self.pool = shared.store, shared.cache, shared.pool
+        self.decoders = shared.decoders
+        self.raw = raw_dtype(meta.itemsize)
+        self.fill_element = meta.fill_value.reshape(()).view(self.raw)
+        self.fill = np.broadcast_to(self.fill_element, meta.chunks)
+        self.grid = UnitGrid(meta, node.data_prefix, pipeline.sharding)
+        self.states = UnitStates()
+        self.shards = ShardReader(
+            self.path, self.grid, self.store, self.cache, self.decoders, self.states
+        )
+        self.listing = Listing(self.path, self.grid, self.store, self.cache, self.states)
+
+    def key(self, coords: Coords) -> tuple:
+        """The chunk's key in the cache."""
+        return (self.path, coords)
+
+    def known(self, coords: Coords) -> bool:
+        key = self.key(coords)
+        return self.cache.entry(key) is not None or self.cache.loading(key)
+
+    async def chunk(self, coords: Coords) -> tuple[np.ndarray, object]:
+        """The decoded chunk at ``coords`` as raw elements, from the cache when there,
+        with its cache entry pinned: pass that to ``cache.unpin`` when done with it."""
+        return await self.cache.get_pinned(self.key(coords), lambda: self._load(coords))
+
+    async def _load(self, coords: Coords) -> Loaded:
+        """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
+        key, local = self.grid.locate(coords)
+        try:
+            if local is None:
+                loaded = await self.store.get_with(key, *self._landing(), self.decoders.limiter)
+                return loaded or await self.absent()
+            raw = await self.shards.fetch_inner(key, local, self.grid.unit(coords))
+            return await self.absent() if raw is None else await self.decode(raw)
+        except (StoreError, ChunkDecodeError) as e:
+            raise failed(key, e) from e
+
+    def _landing(self) -> tuple:
+        landing = _Landing(self)
+        return landing.buffer_for, landing
+
+    def fill_entry(self) -> Loaded:
+        return Loaded(self.fill, FILL_ENTRY_BYTES)
+
+    async def absent(self) -> Loaded:
+        """An absent chunk reads as the fill value, but only from a store still there: a
+        deleted bucket or an unmounted disk must not read as fill values (StoreError)."""
+        await self.store.check_root()
+        return self.fill_entry()
+
+    def decode_into(self, raw: bytes | memoryview) -> Loaded:
+        """Decode in a worker thread into a pool buffer (the chunk's home while cached)."""
+        buffer = self.pool.take(self.meta.chunk_nbytes)
+        chunk = self.pipeline.decode(raw, buffer)
+        return Loaded(chunk.view(self.raw), chunk.nbytes, buffer)
+
+    async def decode(self, raw: bytes) -> Loaded:
+        return await self.decoders.run(self.decode_into, raw)
+
+    async def preload(self, coords: list[Coords]) -> None:
+        """Load the uncached chunks among ``coords`` (a piece of a wide request) in one
+        worker thread, where the store batches reads and there are no shards: a thread hop
+        costs more than reading a tiny chunk. What fails here is left to the normal path,
+        which reports it."""
+        if self.grid.sharding is not None:
+            return
+        missing = [c for c in coords if not self.known(c)]
+        stores = self.states.stores
+        keys = [self.grid.key(c) for c in missing]
+        found = await self.store.get_batch(keys, *self._landing(), self.decoders.limiter)
+        if found is None:
+            return
+        pairs = list(zip(missing, found, strict=False))  # found stops at a failure
+        if any(loaded is None for _, loaded in pairs):
+            try:
+                await self.store.check_root()
+            except StoreError:  # absent chunks are not fill values then
+                pairs = [(c, loaded) for c, loaded in pairs if loaded is not None]
+        for coords, loaded in pairs:
+            if stores == self.states.stores and not self.known(coords):
+                self.cache.put(self.key(coords), loaded or self.fill_entry())
+            elif loaded is not None:
+                self.pool.give(loaded.buffer)
+
+    async def warm_up(self, budget: int) -> int:
+        """Put up to ``WARM_CHUNKS`` chunk buffers, within ``budget`` bytes, in the pool,
+        and run the codecs once in each decoding thread, its scratch buffer made; returns
+        the bytes given. Failures only cost the warm start."""
+        nbytes = self.meta.chunk_nbytes
+        count = min(budget // nbytes, WARM_CHUNKS)
+        if count < 1:
+            return 0
+        threads = self.decoders.threads
+        try:
+            async with trio.open_nursery() as nursery:
+                for i in range(threads):
+                    share = count // threads + (i < count % threads)
+                    nursery.start_soon(self.decoders.run, self._warm_up, share)
+        except Exception as e:  # never worth more than a line: reads will meet it again
+            log.debug("warm-up of %r: %s", self.path, e)
+        return count * nbytes
+
+    def _warm_up(self, count: int) -> None:
+        nbytes = self.meta.chunk_nbytes
+        buffers = [self.pool.take(nbytes) for _ in range(count)]
+        try:
+            scratch(STORED, nbytes)
+            if buffers:  # for shards: their inner chunks' codecs
+                stored = self.pipeline.encode(self.fill)
+                self.pipeline.decode(stored, buffers[0])
+                if self.pipeline.decode_range is not None and self.store.reads_parts:
+                    whole = memoryview(stored)
+                    with contextlib.suppress(Unsupported):
+                        self.pipeline.decode_part(
+                            lambda at, n: whole[at : at + n], len(stored), 0, 1, buffers[0]
+                        )
+        finally:
+            for buffer in buffers:
+                self.pool.give(buffer)

@@ -1,0 +1,86 @@
+"""A mount's parts made from its options and wired together: the store wrapper, the chunk
+cache and its buffer pool, the decoding threads, the array engines and the filesystem.
+Nothing below builds its own parts, so each is testable with others in their place."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from zarrmount.array import Arrays, Shared
+from zarrmount.array.background import Background
+from zarrmount.array.decoders import Decoders
+from zarrmount.cache import BufferPool, ChunkCache
+from zarrmount.codecs import Pipeline
+from zarrmount.format.model import ArrayNode, GroupNode
+from zarrmount.hierarchy import Dialect
+from zarrmount.hierarchy.tree import Tree
+from zarrmount.options import MountOptions
+from zarrmount.store.aio import AsyncStore
+from zarrmount.vfs import Filesystem
+from zarrmount.vfs.table import InodeTable
+
+
+@dataclass
+class Mount:
+    """The parts of one mount; the session runs their background tasks."""
+
+    options: MountOptions
+    store: AsyncStore
+    cache: ChunkCache
+    pool: BufferPool
+    decoders: Decoders
+    background: Background
+    arrays: Arrays
+    fs: Filesystem = field(init=False)
+    started: float = field(default_factory=time.monotonic)
+
+    def statistics(self) -> dict[str, int]:
+        """The counters of the store and the cache (``fs.stats`` adds its own)."""
+        cache = self.cache
+        return (
+            {"uptime_s": int(time.monotonic() - self.started)}
+            | self.store.stats.as_dict("store_")
+            | {"store_lists": self.store.list_calls}
+            | cache.stats.as_dict("cache_")
+            | {
+                "cache_dirty_bytes": cache.dirty_bytes,
+                "cache_loading": cache.in_flight,
+                "cache_used_bytes": cache.used,
+                "cache_capacity_bytes": cache.capacity,
+                "cache_entries": len(cache),
+            }
+        )
+
+    async def warm_up(self) -> None:
+        """Once mounted, where it pays (local stores: not where the network sets a first
+        read's latency and a listing costs requests): ready the root's arrays for their
+        first read within a sixteenth of the cache."""
+        if self.store.warm_start:
+            await self.fs.warm_up(self.options.cache_size // 16)
+
+
+def assemble(
+    dialect: Dialect,
+    root: GroupNode | ArrayNode,
+    root_pipeline: Pipeline | None,
+    options: MountOptions,
+) -> Mount:
+    store = AsyncStore(dialect.store, options.max_fetches)
+    cache_size = options.cache_size
+    cache: ChunkCache
+    # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
+    pool = BufferPool(cache_size, lambda: cache.used)
+    cache = ChunkCache(cache_size, recycle=pool.give)
+    decoders, background = Decoders(), Background()
+    arrays = Arrays(
+        Shared(store, cache, pool, decoders, background),
+        read_only=options.read_only,
+        write_empty_chunks=options.write_empty_chunks,
+        dirty_limit=cache_size // 2,
+        root_pipeline=root_pipeline,
+    )
+    mount = Mount(options, store, cache, pool, decoders, background, arrays)
+    table = InodeTable(Tree(dialect, store), arrays)
+    mount.fs = Filesystem(table, root, options, mount.statistics)
+    return mount

@@ -1,0 +1,98 @@
+"""What every kind of node offers the handlers: a new kind of file is a new module with a
+subclass of :class:`Node` (and of :class:`Handle` if it can be opened), never a branch in
+``fs.py``."""
+
+from __future__ import annotations
+
+import errno
+from typing import Protocol
+
+import numpy as np
+
+from zarrmount.array import Arrays
+from zarrmount.errors import FsError
+from zarrmount.hierarchy.base import Child
+from zarrmount.hierarchy.tree import Tree
+
+
+class Handle:
+    """An open file: what read, write, flush, fsync and release reach."""
+
+    async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
+        raise FsError(errno.EBADF)
+
+    async def write(self, offset: int, data: bytes) -> int:
+        raise FsError(errno.EBADF)
+
+    async def flush(self) -> None:
+        """On close and fsync: report what could not be stored."""
+
+    async def fsync(self) -> None:
+        """Make this file's data durable where the store can."""
+
+    async def release(self) -> None:
+        """The last reference to the handle is gone."""
+
+
+class Node:
+    """One file or directory of the mount; subclasses hold little (100,000 per group)."""
+
+    __slots__ = ("ino", "parent")
+    is_dir = False
+    nlink = 1
+
+    def __init__(self, ino: int, parent: int) -> None:
+        self.ino = ino
+        self.parent = parent
+
+    def mode(self, read_only: bool) -> int:
+        """File type and permission bits, before the mount's umask."""
+        raise NotImplementedError
+
+    def size(self) -> int:
+        return 0
+
+    def mtime_ns(self) -> int | None:
+        """The node's own modification time; None: the mount's."""
+        return None
+
+    async def children(self) -> dict[str, int]:
+        """A directory's entries (name -> inode)."""
+        raise FsError(errno.ENOTDIR)
+
+    def open(self, flags: int) -> Handle:
+        raise FsError(errno.EISDIR)
+
+    def truncate(self, size: int) -> None:
+        raise FsError(errno.EINVAL, "this node has a fixed size")
+
+    def set_mtime(self, mtime_ns: int) -> None:
+        """Times of nodes that keep none are accepted and forgotten."""
+
+    def xattrs(self) -> dict[str, bytes]:
+        return {}
+
+    async def warm_up(self, budget: int) -> int:
+        """Get ready for a first read within ``budget`` bytes; returns the bytes used."""
+        return 0
+
+
+class Context(Protocol):
+    """What nodes share (the inode table, ``vfs/table.py``)."""
+
+    tree: Tree  # groups' children
+    arrays: Arrays  # array engines
+    read_only: bool
+    mtime_ns: int  # of the mount
+
+    def adopt(self, parent: Node, child: Child, entries: dict[str, int]) -> None:
+        """Add the node of ``child`` below ``parent``, in ``entries`` under its name."""
+
+    def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
+        """A node was added (statistics, warnings)."""
+
+    def reopened(self, node: Node) -> None:
+        """A file let go after its last close is open again."""
+
+    def closed(self, node: Node) -> None:
+        """A file's last handle is closed: it may let go of its engine later."""
