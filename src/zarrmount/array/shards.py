@@ -12,7 +12,7 @@ from zarrmount.array.grid import Coords, UnitGrid
 from zarrmount.array.units import UnitStates
 from zarrmount.cache import ChunkCache
 from zarrmount.codecs import ChunkDecodeError
-from zarrmount.codecs.v3 import MISSING
+from zarrmount.codecs.v3 import index_entry
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
 
@@ -70,9 +70,10 @@ class ShardReader:
     def inner_range(self, index: np.ndarray, local: Coords) -> tuple[int, int] | None:
         """``(offset, length)`` of an inner chunk in its shard; None when it is absent. An
         entry longer than any encoding of the chunk is damage, not a request to make."""
-        offset, length = (int(v) for v in index[local])
-        if offset == MISSING and length == MISSING:
+        found = index_entry(index, local)
+        if found is None:
             return None
+        offset, length = found
         if length > self.grid.sharding.inner_stored or offset >= 1 << 62:
             raise ChunkDecodeError(
                 f"shard index says inner chunk {list(local)} has {length} bytes at {offset}"
@@ -144,9 +145,8 @@ class ShardReader:
         for local, coords in inner:
             if coords in encoded:
                 raw = encoded[coords]
-            elif index is not None and int(index[local][0]) != MISSING:
-                offset, length = (int(v) for v in index[local])
-                raw = old[offset : offset + length]
+            elif index is not None and (found := self.inner_range(index, local)) is not None:
+                raw = old[found[0] : found[0] + found[1]]
             else:
                 raw = None
             if raw is not None:

@@ -40,6 +40,12 @@ from zarrmount.format.model import ArrayMeta
 MISSING = 2**64 - 1
 
 
+def index_entry(index: np.ndarray, local: tuple[int, ...]) -> tuple[int, int] | None:
+    """``(offset, length)`` of an inner chunk by its shard's index; None when absent."""
+    offset, length = (int(v) for v in index[local])
+    return None if offset == MISSING and length == MISSING else (offset, length)
+
+
 class Chain:
     """A v3 codec list bound to the (shape, dtype) it decodes to."""
 
@@ -208,13 +214,14 @@ class ShardingCodec:
         index = self.layout.read_index(data)
         out = np.empty(shape, dtype=dtype)
         for coords, region in self._regions():
-            offset, length = (int(v) for v in index[coords])
-            if offset == MISSING and length == MISSING:
+            entry = index_entry(index, coords)
+            if entry is None:
                 out[region] = self.fill
-            elif offset + length > data.nbytes:
+                continue
+            offset, length = entry
+            if offset + length > data.nbytes:
                 raise ChunkDecodeError(f"inner chunk {list(coords)} lies outside the shard")
-            else:
-                out[region] = self.inner.decode(data[offset : offset + length])
+            out[region] = self.inner.decode(data[offset : offset + length])
         return out
 
     def encode(self, arr: np.ndarray) -> bytes:
