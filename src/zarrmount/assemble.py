@@ -22,16 +22,12 @@ from zarrmount.vfs.table import InodeTable
 
 
 @dataclass
-class Mount:
-    """The parts of one mount; the session runs their background tasks."""
+class Mount(Shared):
+    """The parts of one mount (those its array engines share, and the rest); the session
+    runs their background tasks."""
 
     options: MountOptions
-    store: AsyncStore
-    cache: ChunkCache
-    pool: BufferPool
-    decoders: Decoders
-    background: Background
-    arrays: Arrays
+    arrays: Arrays = field(init=False)
     fs: Filesystem = field(init=False)
     started: float = field(default_factory=time.monotonic)
 
@@ -72,15 +68,14 @@ def assemble(
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
     pool = BufferPool(cache_size, lambda: cache.used)
     cache = ChunkCache(cache_size, recycle=pool.give)
-    decoders, background = Decoders(), Background()
-    arrays = Arrays(
-        Shared(store, cache, pool, decoders, background),
+    mount = Mount(store, cache, pool, Decoders(), Background(), options)
+    mount.arrays = Arrays(
+        mount,
         read_only=options.read_only,
         write_empty_chunks=options.write_empty_chunks,
         dirty_limit=cache_size // 2,
         root_pipeline=root_pipeline,
     )
-    mount = Mount(options, store, cache, pool, decoders, background, arrays)
-    table = InodeTable(Tree(dialect, store), arrays)
+    table = InodeTable(Tree(dialect, store), mount.arrays)
     mount.fs = Filesystem(table, root, options, mount.statistics)
     return mount
