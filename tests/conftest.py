@@ -70,35 +70,26 @@ def mount_factory():
         yield make
 
 
-def _build_main(path):
-    """zarrdata imports zarr-python: imported only once a test needs the hierarchy."""
-    from helpers import zarrdata
+def _session_hierarchy(kind: str, filename: str) -> tuple:
+    """The fixtures ``{kind}_hierarchy``, ``{kind}_mount`` and ``live_{kind}`` (the session
+    mount, checked to be alive before and after the test: a clear failure if the daemon
+    died in an earlier test) of the hierarchy ``helpers.zarrdata.build_{kind}`` writes."""
 
-    return zarrdata.build_main(path)
+    def build(path):
+        # zarrdata imports zarr-python: imported only once a test needs the hierarchy
+        from helpers import zarrdata
+
+        return getattr(zarrdata, f"build_{kind}")(path)
+
+    return mounted_hierarchy_fixtures(
+        build,
+        f"zarr-{kind}",
+        filename,
+        kind,
+        names=(f"{kind}_hierarchy", f"{kind}_mount", f"live_{kind}"),
+        scope="session",
+    )
 
 
-def _build_bad(path):
-    """See ``_build_main``."""
-    from helpers import zarrdata
-
-    return zarrdata.build_bad(path)
-
-
-# ``live_main`` / ``live_bad``: the session mount, checked to be alive before and after the
-# test (clear failure if the daemon died in an earlier test).
-main_hierarchy, main_mount, live_main = mounted_hierarchy_fixtures(
-    _build_main,
-    "zarr-main",
-    "data.zarr",
-    "main",
-    names=("main_hierarchy", "main_mount", "live_main"),
-    scope="session",
-)
-bad_hierarchy, bad_mount, live_bad = mounted_hierarchy_fixtures(
-    _build_bad,
-    "zarr-bad",
-    "bad.zarr",
-    "bad",
-    names=("bad_hierarchy", "bad_mount", "live_bad"),
-    scope="session",
-)
+main_hierarchy, main_mount, live_main = _session_hierarchy("main", "data.zarr")
+bad_hierarchy, bad_mount, live_bad = _session_hierarchy("bad", "bad.zarr")

@@ -693,9 +693,13 @@ class FaultProxy:
 RNG_SEED = 20240611
 
 
+# the sparse arrays: only these regions are written, their other chunks left to the fill value
+SPARSE_WRITTEN = {"v2/sparse": np.s_[10:20, 40:60], "v3/sub/sparse_sharded": np.s_[0:8, 0:8]}
+
+
 def _data() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(RNG_SEED)
-    return {
+    data = {
         "v2/ints": rng.integers(-(2**31), 2**31 - 1, (200, 300), dtype="<i4"),
         "v2/grp/sub/floats": rng.standard_normal((37, 19, 23)).astype("<f8"),
         "v2/fortran": rng.integers(0, 2**16, (50, 70), dtype="<u2"),
@@ -707,12 +711,22 @@ def _data() -> dict[str, np.ndarray]:
         "v3/bigend": rng.integers(-1000, 1000, (45, 31), dtype="<i8"),
         "v3/bytes_only": rng.integers(0, 255, (1000,), dtype="u1"),
     }
+    for key, region in SPARSE_WRITTEN.items():  # 0, 1, 2... in the written region
+        part = data[key][region]
+        part[...] = np.arange(part.size, dtype=part.dtype).reshape(part.shape)
+    return data
 
 
 DATA = _data()
-# some chunks written, others left to the fill value
-DATA["v2/sparse"][10:20, 40:60] = np.arange(200, dtype="<i2").reshape(10, 20)
-DATA["v3/sub/sparse_sharded"][0:8, 0:8] = np.arange(64, dtype="<i4").reshape(8, 8)
+
+
+def _write_data(group, key: str, **create) -> None:
+    """Array ``DATA[key]`` in ``group``, named by the last part of ``key``; of a sparse array
+    only its ``SPARSE_WRITTEN`` region."""
+    from helpers.arrays import write_array
+
+    name = key.rpartition("/")[2]
+    write_array(group, name, DATA[key], region=SPARSE_WRITTEN.get(key, ...), **create)
 
 
 def write_v2(store, consolidated: bool) -> None:
@@ -721,31 +735,14 @@ def write_v2(store, consolidated: bool) -> None:
     import zarr
 
     root = zarr.open_group(store, mode="w", zarr_format=2, attributes={"kind": "v2"})
-    a = root.create_array(
-        "ints",
-        shape=(200, 300),
-        chunks=(64, 64),
-        dtype="<i4",
-        compressors=numcodecs.Blosc(cname="lz4", shuffle=1),
+    _write_data(
+        root, "v2/ints", chunks=(64, 64), compressors=numcodecs.Blosc(cname="lz4", shuffle=1)
     )
-    a[:] = DATA["v2/ints"]
     sub = root.create_group("grp").create_group("sub")
-    f = sub.create_array(
-        "floats",
-        shape=(37, 19, 23),
-        chunks=(10, 8, 9),
-        dtype="<f8",
-        compressors=numcodecs.Zlib(level=3),
-    )
-    f[:] = DATA["v2/grp/sub/floats"]
-    o = root.create_array(
-        "fortran", shape=(50, 70), chunks=(16, 32), dtype="<u2", order="F", compressors=None
-    )
-    o[:] = DATA["v2/fortran"]
-    b = root.create_array("bigend", shape=(333,), chunks=(100,), dtype=">f4")
-    b[:] = DATA["v2/bigend"]
-    s = root.create_array("sparse", shape=(90, 90), chunks=(30, 30), dtype="<i2", fill_value=7)
-    s[10:20, 40:60] = DATA["v2/sparse"][10:20, 40:60]
+    _write_data(sub, "v2/grp/sub/floats", chunks=(10, 8, 9), compressors=numcodecs.Zlib(level=3))
+    _write_data(root, "v2/fortran", chunks=(16, 32), order="F", compressors=None)
+    _write_data(root, "v2/bigend", chunks=(100,))
+    _write_data(root, "v2/sparse", chunks=(30, 30), fill_value=7)
     if consolidated:
         zarr.consolidate_metadata(store)
 
@@ -757,28 +754,13 @@ def write_v3(store, consolidated: bool) -> None:
     from zarr.codecs import BytesCodec, ZstdCodec
 
     root = zarr.open_group(store, mode="w", zarr_format=3, attributes={"kind": "v3"})
-    p = root.create_array(
-        "plain", shape=(130, 70), chunks=(32, 32), dtype="<f8", compressors=ZstdCodec(level=1)
-    )
-    p[:] = DATA["v3/plain"]
+    _write_data(root, "v3/plain", chunks=(32, 32), compressors=ZstdCodec(level=1))
     sub = root.create_group("sub")
-    sh = sub.create_array("sharded", shape=(100, 90), chunks=(16, 16), shards=(64, 64), dtype="<u2")
-    sh[:] = DATA["v3/sub/sharded"]
-    sp = sub.create_array(
-        "sparse_sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="<i4", fill_value=-1
-    )
-    sp[0:8, 0:8] = DATA["v3/sub/sparse_sharded"][0:8, 0:8]
-    be = root.create_array(
-        "bigend",
-        shape=(45, 31),
-        chunks=(20, 20),
-        dtype="<i8",
-        serializer=BytesCodec(endian="big"),
-        compressors=None,
-    )
-    be[:] = DATA["v3/bigend"]
-    u = root.create_array("bytes_only", shape=(1000,), chunks=(128,), dtype="u1", compressors=None)
-    u[:] = DATA["v3/bytes_only"]
+    _write_data(sub, "v3/sub/sharded", chunks=(16, 16), shards=(64, 64))
+    _write_data(sub, "v3/sub/sparse_sharded", chunks=(8, 8), shards=(32, 32), fill_value=-1)
+    big_endian = BytesCodec(endian="big")
+    _write_data(root, "v3/bigend", chunks=(20, 20), serializer=big_endian, compressors=None)
+    _write_data(root, "v3/bytes_only", chunks=(128,), compressors=None)
     if consolidated:
         import warnings
 

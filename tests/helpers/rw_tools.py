@@ -54,19 +54,33 @@ def v3_spec(
     return spec
 
 
+def v2_spec(
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: str,
+    *,
+    fill_value: float = 0,
+    order: str = "C",
+    compressor=None,
+) -> dict:
+    """``make_store`` arguments of a v2 array; as in :func:`v3_spec`, the compressor defaults
+    to zstd level 1."""
+    return dict(
+        zarr_format=2,
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        compressors=compressor or numcodecs.Zstd(level=1),
+        order=order,
+        fill_value=fill_value,
+    )
+
+
 # Small arrays with small odd chunks (many chunks, edge chunks everywhere).
 #   v2: compressor + order F + big-endian + a fill value that is not zero;
 #   v3: compressor; sharded: compressor inside the shards, edge shards and edge inner chunks.
 SPECS: dict[str, dict] = {
-    "v2f": dict(
-        zarr_format=2,
-        shape=(61, 47),
-        chunks=(7, 5),
-        dtype=">i4",
-        compressors=numcodecs.Zstd(level=1),
-        order="F",
-        fill_value=7,
-    ),
+    "v2f": v2_spec((61, 47), (7, 5), ">i4", order="F", fill_value=7),
     "v3": v3_spec((83, 59), (6, 5), "<u2", compressor=zarr.codecs.GzipCodec(level=1)),
     "sharded": v3_spec((95, 77), (3, 5), "<i2", fill_value=-3, shards=(9, 10)),
 }

@@ -4,146 +4,35 @@ The oracle is never zarrmount: arrays written by zarr-python are read back with
 zarr-python (``np.ascontiguousarray(zarr.open_array(...)[...]).tobytes()``). Cases that
 zarr-python 3.1 cannot write (structured dtypes with subarray or nested fields) are written
 here by hand with numcodecs and json, and their oracle is NumPy on the source data.
+
+How a store is written lives in ``helpers.stores``; this module holds the cases: which
+arrays and groups each hierarchy has, section by section.
 """
 
 from __future__ import annotations
 
-import base64
-import itertools
 import json
 import math
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numcodecs
 import numpy as np
-import zarr
 
-DEFAULT = object()  # "let zarr-python choose" (its default compressor is zstd)
-
-
-# --------------------------------------------------------------------------- data makers
-
-
-_UNICODE_POOL = np.array(
-    [ord(c) for c in "abcXYZ019 _-é漢字ßΩж"] + [0x1F600, 0x10348, 0xFFFD, 0x7F, 0x1],
-    dtype=np.uint32,
+from helpers.stores.core import DEFAULT, node_dir, read_json, write_file, zarr_write
+from helpers.stores.data import make_data, smooth_data
+from helpers.stores.v2 import (
+    dtype_from_json,
+    open_v2_group,
+    read_v2_meta,
+    v2_oracle,
+    write_raw_array,
+    write_v2_array,
+    write_zgroup,
+    zarr_v2_array,
 )
-
-
-def make_data(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """Deterministic, varied values of ``dtype`` (with NaN/Inf/NaT sprinkled in)."""
-    dtype = np.dtype(dtype)
-    n = math.prod(shape)
-    if dtype.fields is not None:
-        out = np.zeros(shape, dtype=dtype)
-        for name in dtype.names:
-            fdt = dtype.fields[name][0]
-            sub = make_data(fdt.base, shape + fdt.shape, rng)
-            out[name] = sub
-        return out
-    kind = dtype.kind
-    if kind == "b":
-        return rng.integers(0, 2, shape).astype(dtype)
-    if kind in "iu":
-        info = np.iinfo(dtype)
-        vals = rng.integers(
-            info.min, info.max, size=shape, endpoint=True, dtype=dtype.newbyteorder("=")
-        )
-        return vals.astype(dtype)
-    if kind == "f":
-        vals = (rng.standard_normal(shape) * 1000).astype(dtype)
-        flat = vals.reshape(-1)
-        specials = [np.nan, np.inf, -np.inf, -0.0]
-        for i, s in enumerate(specials):
-            if i * 7 + 3 < n:
-                flat[i * 7 + 3] = s
-        return vals
-    if kind == "c":
-        re = rng.standard_normal(shape) * 100
-        im = rng.standard_normal(shape) * 100
-        vals = (re + 1j * im).astype(dtype)
-        if n > 5:
-            vals.reshape(-1)[5] = complex(np.nan, np.inf)
-        return vals
-    if kind in "mM":
-        ints = rng.integers(-(2**40), 2**40, size=shape, dtype=np.int64)
-        if n > 4:
-            ints.reshape(-1)[4] = np.iinfo(np.int64).min  # NaT
-        return ints.view(dtype.newbyteorder("=")).astype(dtype)
-    if kind == "S":
-        raw = rng.integers(0, 256, size=(n, dtype.itemsize), dtype=np.uint8)
-        # some shorter strings (trailing NULs) and one empty
-        for i in range(0, n, 3):
-            raw[i, rng.integers(0, dtype.itemsize + 1) :] = 0
-        if n:
-            raw[0, :] = 0
-        return raw.view(dtype).reshape(shape)
-    if kind == "U":
-        width = dtype.itemsize // 4
-        cps = rng.choice(_UNICODE_POOL, size=(n, width))
-        for i in range(0, n, 4):
-            cps[i, rng.integers(0, width + 1) :] = 0
-        return cps.astype("<u4").view(f"<U{width}").astype(dtype).reshape(shape)
-    if kind == "V":
-        raw = rng.integers(0, 256, size=(n, dtype.itemsize), dtype=np.uint8)
-        return raw.view(dtype).reshape(shape)
-    raise ValueError(f"no data maker for {dtype}")
-
-
-def smooth_data(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """Compressible values (so codecs actually do something)."""
-    idx = np.indices(shape).sum(axis=0) if shape else np.array(0)
-    return (np.sin(idx / 7.0) * 1000 + idx).astype(dtype)
-
-
-# --------------------------------------------------------------------------- metadata
-
-
-def dtype_to_json(dtype: np.dtype):
-    """The .zarray ``dtype`` value of a NumPy dtype (descr lists for structured)."""
-    dtype = np.dtype(dtype)
-    if dtype.fields is None:
-        return dtype.str
-
-    def conv(descr):
-        out = []
-        for item in descr:
-            name, inner, *rest = item
-            entry = [name, conv(inner) if isinstance(inner, list) else inner]
-            if rest:
-                entry.append(list(rest[0]))
-            out.append(entry)
-        return out
-
-    return conv(dtype.descr)
-
-
-def dtype_from_json(value) -> np.dtype:
-    """The inverse, as the contract says: inner lists become tuples, then ``np.dtype``."""
-    if isinstance(value, str):
-        return np.dtype(value)
-
-    def conv(descr):
-        fields = []
-        for item in descr:
-            name, inner, *rest = item
-            inner = conv(inner) if isinstance(inner, list) else inner
-            fields.append((name, inner, tuple(rest[0])) if rest else (name, inner))
-        return fields
-
-    return np.dtype(conv(value))
-
-
-def chunk_grid(shape, chunks):
-    return [range(math.ceil(s / c)) if c else range(0) for s, c in zip(shape, chunks, strict=True)]
-
-
-def chunk_key(idx: tuple[int, ...], sep: str) -> str:
-    return sep.join(map(str, idx)) if idx else "0"
 
 
 def normalize_codec(cfg):
@@ -180,6 +69,20 @@ class ArrayCase:
     def id(self) -> str:
         return self.path or "<root>"
 
+    def read_back(self, manual: np.ndarray | None = None) -> None:
+        """Metadata from the store; expected bytes from zarr-python, or from ``manual``
+        (the NumPy oracle of an array written by hand)."""
+        self.zarray, self.zattrs = read_v2_meta(self.root, self.path)
+        stored = dtype_from_json(self.zarray["dtype"])
+        self.dtype = stored
+        self.shape = tuple(self.zarray["shape"])
+        self.chunks = tuple(self.zarray["chunks"])
+        if manual is None:
+            self.expected = v2_oracle(self.root, self.path, stored)
+        else:
+            self.expected = np.ascontiguousarray(manual).tobytes()
+        assert len(self.expected) == math.prod(self.shape) * stored.itemsize, self.path
+
 
 @dataclass
 class GroupCase:
@@ -198,41 +101,30 @@ class Hierarchy:
 
 
 class Builder:
-    """Collects arrays and groups for one store directory, then computes the oracles."""
+    """Collects arrays and groups for one store directory, then computes the oracles.
+
+    ``root=None``: a dry run that only records the node paths and tags (for parametrizing
+    tests at collection time without writing anything)."""
 
     def __init__(self, root: str | os.PathLike | None, root_attrs: dict | None = None):
-        # root=None: a dry run that only records the node paths and tags (for parametrizing
-        # tests at collection time without writing anything).
         self.dry = root is None
         self.root = Path(root) if root is not None else Path("/nonexistent-dry-run")
         self.h = Hierarchy(self.root)
         self.rng = np.random.default_rng(20240611)
         if not self.dry:
-            g = zarr.open_group(str(self.root), mode="w", zarr_format=2)
-            if root_attrs:
-                g.attrs.update(root_attrs)
+            open_v2_group(self.root, attrs=root_attrs, mode="w")
         self.h.groups[""] = GroupCase("", {})
         self._manual: dict[str, np.ndarray] = {}
 
-    # -- groups --------------------------------------------------------------------------
-
     def group(self, path: str, attrs: dict | None = None) -> None:
-        if self.dry:
-            self._register_parents(path)
-            return
-        g = zarr.open_group(str(self.root), path=path, mode="a", zarr_format=2)
-        if attrs:
-            g.attrs.update(attrs)
+        if not self.dry:
+            open_v2_group(self.root, path, attrs)
         self._register_parents(path)
 
     def bare_group(self, path: str) -> None:
         """A group with only ``.zgroup`` (no .zattrs at all)."""
-        if self.dry:
-            self._register_parents(path)
-            return
-        d = self.root / path
-        d.mkdir(parents=True, exist_ok=True)
-        (d / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
+        if not self.dry:
+            write_zgroup(self.root / path)
         self._register_parents(path)
 
     def _register_parents(self, path: str) -> None:
@@ -246,194 +138,46 @@ class Builder:
         if parent and parent not in self.h.groups:
             self.group(parent)
 
-    # -- arrays written by zarr-python ---------------------------------------------------
-
-    def zarr_array(
-        self,
-        path: str,
-        data: np.ndarray,
-        *,
-        chunks: tuple[int, ...],
-        region: tuple | None | str = "all",
-        fill_value=DEFAULT,
-        order: str = "C",
-        sep: str = ".",
-        filters: list | None = None,
-        compressor=DEFAULT,
-        attrs: dict | None = None,
-        tags: set[str] | frozenset = frozenset(),
-    ) -> ArrayCase:
-        """Create ``path`` with zarr-python and write ``data[region]`` (``None``: nothing)."""
-        self._parent_groups(path)
-        if self.dry:
-            case = ArrayCase(path, self.root, "zarr", set(tags))
-            self.h.arrays[path] = case
-            return case
-        kw: dict = dict(
-            name=path,
-            shape=data.shape,
-            chunks=chunks,
-            dtype=data.dtype,
-            zarr_format=2,
-            order=order,
-            chunk_key_encoding={"name": "v2", "separator": sep},
-        )
-        if fill_value is not DEFAULT:
-            kw["fill_value"] = fill_value
-        if filters is not None:
-            kw["filters"] = filters
-        if compressor is not DEFAULT:
-            kw["compressors"] = compressor
-        if attrs:
-            kw["attributes"] = attrs
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            arr = zarr.create_array(str(self.root), **kw)
-            if region == "all":
-                arr[...] = data
-            elif region is not None:
-                arr[region] = data[region]
-        case = ArrayCase(path, self.root, "zarr", set(tags))
+    def _add(self, path: str, origin: str, tags) -> ArrayCase:
+        case = ArrayCase(path, self.root, origin, set(tags))
         self.h.arrays[path] = case
         return case
 
-    # -- arrays written by hand ----------------------------------------------------------
+    def zarr_array(self, path: str, data: np.ndarray, *, tags=frozenset(), **kw) -> ArrayCase:
+        """Create ``path`` with zarr-python and write ``data[region]`` (keywords: those of
+        ``helpers.stores.v2.zarr_v2_array``)."""
+        self._parent_groups(path)
+        if not self.dry:
+            zarr_v2_array(self.root, path, data, **kw)
+        return self._add(path, "zarr", tags)
 
-    def manual_array(
-        self,
-        path: str,
-        data: np.ndarray,
-        *,
-        chunks: tuple[int, ...],
-        fill_value=None,
-        order: str = "C",
-        sep: str = ".",
-        filters: list | None = None,
-        compressor: numcodecs.abc.Codec | None = None,
-        present: Callable[[tuple[int, ...]], bool] | None = None,
-        attrs: dict | None = None,
-        tags: set[str] | frozenset = frozenset(),
-        fill_json=DEFAULT,
-        zarray_overrides: dict | None = None,
-        omit_keys: tuple[str, ...] = (),
-    ) -> ArrayCase:
-        """Write .zarray and chunk files directly; the oracle is ``data`` with fill where
-        a chunk is absent (``present(idx)`` false). ``zarray_overrides``/``omit_keys`` write
-        legacy spellings of the metadata (the chunks are still written as described)."""
+    def manual_array(self, path: str, data: np.ndarray, *, tags=frozenset(), **kw) -> ArrayCase:
+        """Write .zarray and chunk files directly (keywords: those of
+        ``helpers.stores.v2.write_v2_array``); the oracle is ``data`` with fill where a chunk
+        is absent."""
         if path:
             self._parent_groups(path)
-        if self.dry:
-            case = ArrayCase(path, self.root, "manual", set(tags))
-            self.h.arrays[path] = case
-            return case
-        d = self.root / path if path else self.root
-        d.mkdir(parents=True, exist_ok=True)
-        dtype = data.dtype
-        shape = data.shape
-        if fill_json is DEFAULT:
-            fill_json = _fill_to_json(fill_value, dtype)
-        zarray = {
-            "zarr_format": 2,
-            "shape": list(shape),
-            "chunks": list(chunks),
-            "dtype": dtype_to_json(dtype),
-            "compressor": compressor.get_config() if compressor is not None else None,
-            "fill_value": fill_json,
-            "order": order,
-            "filters": [f.get_config() for f in filters] if filters else None,
-            "dimension_separator": sep,
-        }
-        zarray.update(zarray_overrides or {})
-        for k in omit_keys:
-            zarray.pop(k, None)
-        (d / ".zarray").write_text(json.dumps(zarray, indent=2))
-        if attrs is not None:
-            (d / ".zattrs").write_text(json.dumps(attrs))
-        expected = np.empty(shape, dtype=dtype)
-        if fill_value is None:
-            expected[...] = np.zeros((), dtype=dtype)
-        else:
-            expected[...] = fill_value
-        for idx in itertools.product(*chunk_grid(shape, chunks)):
-            if present is not None and not present(idx):
-                continue
-            sl = tuple(
-                slice(i * c, min((i + 1) * c, s))
-                for i, c, s in zip(idx, chunks, shape, strict=True)
-            )
-            block = data[sl]
-            expected[sl] = block
-            chunk = np.empty(chunks, dtype=dtype)
-            chunk[...] = np.zeros((), dtype=dtype) if fill_value is None else fill_value
-            chunk[tuple(slice(0, n) for n in block.shape)] = block
-            raw = chunk.tobytes(order=order)
-            for f in filters or []:
-                raw = f.encode(raw)
-            if compressor is not None:
-                raw = compressor.encode(raw)
-            key = d / chunk_key(idx, sep)
-            key.parent.mkdir(parents=True, exist_ok=True)
-            key.write_bytes(bytes(raw))
-        case = ArrayCase(path, self.root, "manual", set(tags))
-        self._manual[path] = expected
-        self.h.arrays[path] = case
-        return case
+        if not self.dry:
+            self._manual[path] = write_v2_array(node_dir(self.root, path), data, **kw)
+        return self._add(path, "manual", tags)
 
-    # -- finish: read metadata and compute oracles ---------------------------------------
+    def under(self, prefix: str, **common) -> Callable[..., ArrayCase]:
+        """``add(name, data, **kw)``: a zarr-python array ``prefix/name``, ``common``
+        keywords first."""
+
+        def add(name: str, data: np.ndarray, **kw) -> ArrayCase:
+            return self.zarr_array(f"{prefix}/{name}", data, **{**common, **kw})
+
+        return add
 
     def finish(self) -> Hierarchy:
         if self.dry:
             return self.h
         for path, group in self.h.groups.items():
-            group.zattrs = _read_json(self.root / path / ".zattrs", {})
+            group.zattrs = read_json(self.root / path / ".zattrs", {})
         for path, case in self.h.arrays.items():
-            d = self.root / path if path else self.root
-            case.zarray = _read_json(d / ".zarray", None)
-            case.zattrs = _read_json(d / ".zattrs", {})
-            stored = dtype_from_json(case.zarray["dtype"])
-            case.dtype = stored
-            case.shape = tuple(case.zarray["shape"])
-            case.chunks = tuple(case.zarray["chunks"])
-            if case.origin == "zarr":
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    za = zarr.open_array(str(self.root), path=path, mode="r", zarr_format=2)
-                    values = np.asarray(za[...])
-                if values.dtype != stored:
-                    # zarr-python may hand back native byte order: the file keeps the stored one
-                    values = values.astype(stored)
-                case.expected = np.ascontiguousarray(values).tobytes()
-            else:
-                case.expected = np.ascontiguousarray(self._manual[path]).tobytes()
-            assert len(case.expected) == math.prod(case.shape) * stored.itemsize, path
+            case.read_back(self._manual.get(path) if case.origin == "manual" else None)
         return self.h
-
-
-def _read_json(p: Path, default):
-    try:
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        return default
-
-
-def _fill_to_json(fill, dtype: np.dtype):
-    if fill is None:
-        return None
-    dtype = np.dtype(dtype)
-    if dtype.kind in "SV" or dtype.fields is not None:
-        return base64.standard_b64encode(np.array(fill, dtype=dtype).tobytes()).decode()
-    if dtype.kind == "f":
-        f = float(fill)
-        if math.isnan(f):
-            return "NaN"
-        if math.isinf(f):
-            return "Infinity" if f > 0 else "-Infinity"
-        return f
-    if dtype.kind in "iu":
-        return int(fill)
-    if dtype.kind == "b":
-        return bool(fill)
-    raise ValueError(f"no manual fill encoding for {dtype}")
 
 
 # --------------------------------------------------------------------------- main hierarchy
@@ -464,6 +208,7 @@ SIMPLE_DTYPES = {
     "V7": "|V7",
     "struct_flat": [("a", "<i4"), ("b", ">f8"), ("c", "|S3"), ("d", "|b1")],
 }
+STRUCT_FLAT = np.dtype(SIMPLE_DTYPES["struct_flat"])
 
 STRUCT_SUB = np.dtype([("a", "<i4"), ("b", ">f8", (2,)), ("c", "|u1", (2, 3))])
 STRUCT_NESTED = np.dtype([("foo", "<f4"), ("bar", [("baz", "<f4"), ("qux", ">i4")])])
@@ -495,22 +240,45 @@ COMPRESSORS = {
     "lz4": numcodecs.LZ4(acceleration=1),
 }
 
+# fill/: missing chunks with every fill-value form. name -> (dtype, fill_value)
+FILL_VALUES = {
+    "i4_42": ("<i4", 42),
+    "be_i2_neg7": (">i2", -7),
+    "be_u8_big": (">u8", 2**64 - 5),
+    "u1_255": ("|u1", 255),
+    "f8_1p5": ("<f8", 1.5),
+    "f8_nan": ("<f8", np.nan),
+    "be_f8_nan": (">f8", np.nan),
+    "be_f4_inf": (">f4", np.inf),
+    "f2_neginf": ("<f2", -np.inf),
+    "be_f2_neg0": (">f2", -0.0),
+    "b1_true": ("|b1", True),
+    "c16_fill": ("<c16", complex(1.5, -2.0)),
+    "be_c8_nan": (">c8", complex(np.nan, 0)),
+    "M8ns_nat": ("<M8[ns]", DEFAULT),
+    "M8D_date": ("<M8[D]", np.datetime64("2001-02-03", "D")),
+    "be_m8s_hour": (">m8[s]", np.timedelta64(3600, "s")),
+    "S4_b64": ("|S4", b"ab\x00z"),
+    "U3_xy": ("<U3", "xy"),
+    "be_U2_e": (">U2", "é"),
+    "V3_b64": ("|V3", b"\x01\x02\x03"),
+}
+
 # Arrays with small odd chunks, edges and missing chunks: the random-read property test uses
-# them. name -> kwargs
+# them.
 MANY = 200
 MULTI = ("multi/m1", "multi/m2", "multi/m3", "multi/m4", "multi/m5")
 
+LZ4_SHUFFLE = dict(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE)
 
-def build_main(root: str | os.PathLike) -> Hierarchy:
-    b = Builder(root, {"title": "zarrmount integration hierarchy", "n": 1, "nested": {"k": [1]}})
-    rng = b.rng
 
-    # dtypes/: every dtype, full write, edge chunks, default compressor (zstd)
+def _main_dtypes(b: Builder, rng: np.random.Generator) -> None:
+    """dtypes/: every dtype, full write, edge chunks, default compressor (zstd); the
+    structured dtypes zarr-python 3.1 cannot write correctly are written by hand."""
     b.group("dtypes", {"what": "every dtype"})
     for name, dt in SIMPLE_DTYPES.items():
-        dt = np.dtype(dt)
         b.zarr_array(f"dtypes/{name}", make_data(dt, (7, 5), rng), chunks=(3, 2), tags={"dtype"})
-    # structured dtypes zarr-python 3.1 cannot write correctly: by hand
+    tags = {"dtype", "manual"}
     b.manual_array(
         "dtypes/struct_sub",
         make_data(STRUCT_SUB, (7, 5), rng),
@@ -518,15 +286,15 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
         compressor=numcodecs.Zlib(level=1),
         fill_value=np.zeros((), STRUCT_SUB)[()],
         attrs={"written_by": "hand"},
-        tags={"dtype", "manual"},
+        tags=tags,
     )
+    nested = make_data(STRUCT_NESTED, (9,), rng)
     b.manual_array(
         "dtypes/struct_nested",
-        make_data(STRUCT_NESTED, (9,), rng),
+        nested,
         chunks=(4,),
-        compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
-        fill_value=None,
-        tags={"dtype", "manual"},
+        compressor=numcodecs.Blosc(**LZ4_SHUFFLE),
+        tags=tags,
     )
     b.manual_array(
         "dtypes/struct_deep_F",
@@ -535,240 +303,123 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
         order="F",
         sep="/",
         compressor=numcodecs.Zstd(level=1),
-        tags={"dtype", "manual", "order_F"},
+        tags={*tags, "order_F"},
         fill_value=np.array((((1, 2), (3, 4)), (7, (1.5, -2.0, 3.0), (-9,))), STRUCT_DEEP)[()],
         present=lambda idx: idx != (1, 1),
     )
 
-    # fill/: missing chunks with every fill-value form. Only the chunk (0, 0) region is written.
+
+def _main_fills(b: Builder, rng: np.random.Generator) -> None:
+    """fill/: missing chunks with every fill-value form. Only the chunk (0, 0) region is
+    written; fill_value null arrays are written fully (missing chunks would be undefined),
+    plus one partial one."""
     b.group("fill")
-    fills = {
-        "i4_42": ("<i4", 42),
-        "be_i2_neg7": (">i2", -7),
-        "be_u8_big": (">u8", 2**64 - 5),
-        "u1_255": ("|u1", 255),
-        "f8_1p5": ("<f8", 1.5),
-        "f8_nan": ("<f8", np.nan),
-        "be_f8_nan": (">f8", np.nan),
-        "be_f4_inf": (">f4", np.inf),
-        "f2_neginf": ("<f2", -np.inf),
-        "be_f2_neg0": (">f2", -0.0),
-        "b1_true": ("|b1", True),
-        "c16_fill": ("<c16", complex(1.5, -2.0)),
-        "be_c8_nan": (">c8", complex(np.nan, 0)),
-        "M8ns_nat": ("<M8[ns]", DEFAULT),
-        "M8D_date": ("<M8[D]", np.datetime64("2001-02-03", "D")),
-        "be_m8s_hour": (">m8[s]", np.timedelta64(3600, "s")),
-        "S4_b64": ("|S4", b"ab\x00z"),
-        "U3_xy": ("<U3", "xy"),
-        "be_U2_e": (">U2", "é"),
-        "V3_b64": ("|V3", b"\x01\x02\x03"),
-    }
-    for name, (dt, fv) in fills.items():
-        dt = np.dtype(dt)
-        data = make_data(dt, (7, 5), rng)
-        b.zarr_array(
-            f"fill/{name}",
-            data,
-            chunks=(3, 2),
-            region=(slice(0, 3), slice(0, 2)),
-            fill_value=fv,
-            tags={"fill"},
-        )
-    sdt = np.dtype(SIMPLE_DTYPES["struct_flat"])
-    b.zarr_array(
-        "fill/struct_b64",
-        make_data(sdt, (7, 5), rng),
-        chunks=(3, 2),
-        region=(slice(0, 3), slice(0, 2)),
-        fill_value=np.array((-1, 2.5, b"zz", True), sdt)[()],
-        tags={"fill"},
-    )
-    b.zarr_array(
-        "fill/nothing_written_f8",
-        make_data(np.dtype("<f8"), (4, 3), rng),
-        chunks=(2, 2),
-        region=None,
-        fill_value=-3.25,
-        tags={"fill"},
-    )
-    # fill_value null: fully written (missing chunks would be undefined), plus one partial
-    b.zarr_array(
-        "fill/null_i4_full",
-        make_data(np.dtype("<i4"), (7, 5), rng),
-        chunks=(3, 2),
-        fill_value=None,
-        tags={"fill"},
-    )
-    b.zarr_array(
-        "fill/null_f8_full",
-        make_data(np.dtype(">f8"), (7, 5), rng),
-        chunks=(3, 2),
-        fill_value=None,
-        tags={"fill"},
-    )
-    null_partial = b.zarr_array(
-        "fill/null_f8_partial",
-        make_data(np.dtype("<f8"), (4, 6), rng),
+    add = b.under("fill", chunks=(3, 2), tags={"fill"})
+    first = np.s_[0:3, 0:2]
+    for name, (dt, fv) in FILL_VALUES.items():
+        add(name, make_data(dt, (7, 5), rng), region=first, fill_value=fv)
+    fill = np.array((-1, 2.5, b"zz", True), STRUCT_FLAT)[()]
+    add("struct_b64", make_data(STRUCT_FLAT, (7, 5), rng), region=first, fill_value=fill)
+    unwritten = make_data("<f8", (4, 3), rng)
+    add("nothing_written_f8", unwritten, chunks=(2, 2), region=None, fill_value=-3.25)
+    add("null_i4_full", make_data("<i4", (7, 5), rng), fill_value=None)
+    add("null_f8_full", make_data(">f8", (7, 5), rng), fill_value=None)
+    partial = make_data("<f8", (4, 6), rng)
+    null_partial = add(
+        "null_f8_partial",
+        partial,
         chunks=(2, 6),
-        region=(slice(0, 2), slice(None)),
+        region=np.s_[0:2, :],
         fill_value=None,
         tags={"fill", "null_partial"},
     )
     null_partial.defined_ranges = [(0, 2 * 6 * 8)]  # rows 0-1; rows 2-3 are undefined
 
-    # order/: Fortran-order chunks
+
+def _main_order_sep(b: Builder, rng: np.random.Generator) -> None:
+    """order/: Fortran-order chunks; sep/: dimension_separator "/"."""
     b.group("order")
-    b.zarr_array(
-        "order/F_f8_3d",
-        make_data(np.dtype("<f8"), (5, 6, 7), rng),
-        chunks=(2, 4, 3),
-        order="F",
-        tags={"order_F"},
-    )
-    b.zarr_array(
-        "order/F_be_i2_partial",
-        make_data(np.dtype(">i2"), (9, 7), rng),
-        chunks=(4, 3),
-        order="F",
-        region=(slice(0, 5), slice(2, 7)),
-        fill_value=9,
-        tags={"order_F"},
-    )
-    b.zarr_array(
-        "order/F_u1_slash",
-        make_data(np.dtype("|u1"), (6, 5, 4), rng),
-        chunks=(4, 2, 3),
-        order="F",
-        sep="/",
-        compressor=numcodecs.Zlib(1),
-        tags={"order_F", "slash"},
-    )
-    b.zarr_array(
-        "order/F_struct", make_data(sdt, (5, 3), rng), chunks=(2, 2), order="F", tags={"order_F"}
-    )
-    b.zarr_array(
-        "order/F_c16_1d",
-        make_data(np.dtype(">c16"), (11,), rng),
-        chunks=(4,),
-        order="F",
-        tags={"order_F"},
-    )
-    b.zarr_array(
-        "order/C_ref_3d", make_data(np.dtype("<f8"), (5, 6, 7), rng), chunks=(2, 4, 3), order="C"
-    )
+    fortran = b.under("order", order="F", tags={"order_F"})
+    fortran("F_f8_3d", make_data("<f8", (5, 6, 7), rng), chunks=(2, 4, 3))
+    i2 = make_data(">i2", (9, 7), rng)
+    fortran("F_be_i2_partial", i2, chunks=(4, 3), region=np.s_[0:5, 2:7], fill_value=9)
+    u1 = make_data("|u1", (6, 5, 4), rng)
+    zlib = numcodecs.Zlib(1)
+    fortran("F_u1_slash", u1, chunks=(4, 2, 3), sep="/", compressor=zlib, tags={"order_F", "slash"})
+    fortran("F_struct", make_data(STRUCT_FLAT, (5, 3), rng), chunks=(2, 2))
+    fortran("F_c16_1d", make_data(">c16", (11,), rng), chunks=(4,))
+    fortran("C_ref_3d", make_data("<f8", (5, 6, 7), rng), chunks=(2, 4, 3), order="C", tags=())
 
-    # sep/: dimension_separator "/"
     b.group("sep")
-    b.zarr_array(
-        "sep/slash_2d",
-        make_data(np.dtype("<i8"), (10, 9), rng),
-        chunks=(3, 4),
-        sep="/",
-        tags={"slash"},
-    )
-    b.zarr_array(
-        "sep/slash_3d_partial",
-        make_data(np.dtype(">f4"), (6, 7, 8), rng),
-        chunks=(4, 3, 5),
-        sep="/",
-        region=(slice(0, 4), slice(0, 3), slice(0, 5)),
-        fill_value=np.nan,
-        tags={"slash"},
-    )
-    b.zarr_array(
-        "sep/slash_1d", make_data(np.dtype("<u2"), (17,), rng), chunks=(5,), sep="/", tags={"slash"}
-    )
-    b.zarr_array("sep/dot_2d", make_data(np.dtype("<i8"), (10, 9), rng), chunks=(3, 4), sep=".")
+    slash = b.under("sep", sep="/", tags={"slash"})
+    slash("slash_2d", make_data("<i8", (10, 9), rng), chunks=(3, 4))
+    f4 = make_data(">f4", (6, 7, 8), rng)
+    slash("slash_3d_partial", f4, chunks=(4, 3, 5), region=np.s_[0:4, 0:3, 0:5], fill_value=np.nan)
+    slash("slash_1d", make_data("<u2", (17,), rng), chunks=(5,))
+    slash("dot_2d", make_data("<i8", (10, 9), rng), chunks=(3, 4), sep=".", tags=())
 
-    # edge/: shapes that are not multiples of the chunks
+
+def _main_edge_special(b: Builder, rng: np.random.Generator) -> None:
+    """edge/: shapes that are not multiples of the chunks; special/: 0-d and zero-length."""
     b.group("edge")
-    b.zarr_array("edge/1d", make_data(np.dtype("<i4"), (10,), rng), chunks=(3,))
-    b.zarr_array("edge/chunk_bigger", make_data(np.dtype("<f8"), (2, 3), rng), chunks=(5, 5))
-    b.zarr_array("edge/3d", make_data(np.dtype(">u4"), (9, 8, 7), rng), chunks=(4, 3, 5))
-    b.zarr_array(
-        "edge/4d_partial",
-        make_data(np.dtype("<i2"), (5, 4, 3, 6), rng),
-        chunks=(2, 3, 2, 4),
-        region=(slice(1, 4), slice(None), slice(0, 1), slice(2, 6)),
-        fill_value=-1,
-    )
-    b.zarr_array("edge/unit_chunks", make_data(np.dtype("<f4"), (3, 4), rng), chunks=(1, 1))
+    edge = b.under("edge")
+    edge("1d", make_data("<i4", (10,), rng), chunks=(3,))
+    edge("chunk_bigger", make_data("<f8", (2, 3), rng), chunks=(5, 5))
+    edge("3d", make_data(">u4", (9, 8, 7), rng), chunks=(4, 3, 5))
+    i2 = make_data("<i2", (5, 4, 3, 6), rng)
+    edge("4d_partial", i2, chunks=(2, 3, 2, 4), region=np.s_[1:4, :, 0:1, 2:6], fill_value=-1)
+    edge("unit_chunks", make_data("<f4", (3, 4), rng), chunks=(1, 1))
 
-    # special/: 0-d and zero-length
     b.group("special")
-    b.zarr_array("special/zerod", np.array(123456789, dtype="<i8"), chunks=(), tags={"zerod"})
-    b.zarr_array("special/zerod_be_f8", np.array(-2.5, dtype=">f8"), chunks=(), tags={"zerod"})
-    b.zarr_array(
-        "special/zerod_missing",
-        np.array(0, dtype="<f4"),
-        chunks=(),
-        region=None,
-        fill_value=7.5,
-        tags={"zerod"},
-    )
-    b.zarr_array("special/zerolen", np.zeros((0, 5), dtype="<i4"), chunks=(3, 2), tags={"empty"})
-    b.zarr_array(
-        "special/zerolen_mid", np.zeros((4, 0, 3), dtype=">f8"), chunks=(2, 2, 2), tags={"empty"}
-    )
-    b.zarr_array("special/zerolen_1d", np.zeros((0,), dtype="|S3"), chunks=(4,), tags={"empty"})
+    zerod = b.under("special", chunks=(), tags={"zerod"})
+    zerod("zerod", np.array(123456789, dtype="<i8"))
+    zerod("zerod_be_f8", np.array(-2.5, dtype=">f8"))
+    zerod("zerod_missing", np.array(0, dtype="<f4"), region=None, fill_value=7.5)
+    empty = b.under("special", tags={"empty"})
+    empty("zerolen", np.zeros((0, 5), dtype="<i4"), chunks=(3, 2))
+    empty("zerolen_mid", np.zeros((4, 0, 3), dtype=">f8"), chunks=(2, 2, 2))
+    empty("zerolen_1d", np.zeros((0,), dtype="|S3"), chunks=(4,))
 
-    # filters/
+
+def _floats() -> np.ndarray:
+    return smooth_data(np.dtype("<f8"), (20, 13)) / 7.0
+
+
+def _main_filters(b: Builder, rng: np.random.Generator) -> None:
+    """filters/: numcodecs filters under compressors."""
     b.group("filters")
     ints = np.cumsum(rng.integers(-5, 6, size=(20, 13)), axis=1).astype("<i4")
-    floats = smooth_data(np.dtype("<f8"), (20, 13)) / 7.0
-    b.zarr_array(
-        "filters/delta_i4",
+    floats = _floats()
+    add = b.under("filters", chunks=(6, 5), tags={"filter"})
+    nc = numcodecs
+    delta = [nc.Delta(dtype="<i4")]
+    add("delta_i4", ints, filters=delta, compressor=nc.Zlib(1))
+    delta8 = [nc.Delta(dtype=">i8", astype=">i2")]
+    add("delta_be_i8_astype", ints.astype(">i8"), filters=delta8, compressor=None)
+    scale = [nc.FixedScaleOffset(offset=10, scale=100, dtype="<f8", astype="<i4")]
+    add("fixedscaleoffset", floats, filters=scale, compressor=nc.Blosc(**LZ4_SHUFFLE))
+    add("quantize", floats, filters=[nc.Quantize(digits=3, dtype="<f8")], compressor=nc.Zstd(3))
+    add("shuffle", floats, filters=[nc.Shuffle(elementsize=8)], compressor=nc.Zlib(5))
+    add(
+        "chain_partial",
         ints,
-        chunks=(6, 5),
-        filters=[numcodecs.Delta(dtype="<i4")],
-        compressor=numcodecs.Zlib(1),
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/delta_be_i8_astype",
-        ints.astype(">i8"),
-        chunks=(6, 5),
-        filters=[numcodecs.Delta(dtype=">i8", astype=">i2")],
-        compressor=None,
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/fixedscaleoffset",
-        floats,
-        chunks=(6, 5),
-        filters=[numcodecs.FixedScaleOffset(offset=10, scale=100, dtype="<f8", astype="<i4")],
-        compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/quantize",
-        floats,
-        chunks=(6, 5),
-        filters=[numcodecs.Quantize(digits=3, dtype="<f8")],
-        compressor=numcodecs.Zstd(3),
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/shuffle",
-        floats,
-        chunks=(6, 5),
-        filters=[numcodecs.Shuffle(elementsize=8)],
-        compressor=numcodecs.Zlib(5),
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/chain_partial",
-        ints,
-        chunks=(6, 5),
-        filters=[numcodecs.Delta(dtype="<i4"), numcodecs.Shuffle(elementsize=4)],
-        compressor=numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.BITSHUFFLE),
-        region=(slice(0, 12), slice(0, 10)),
+        filters=[nc.Delta(dtype="<i4"), nc.Shuffle(elementsize=4)],
+        compressor=nc.Blosc(cname="zstd", shuffle=nc.Blosc.BITSHUFFLE),
+        region=np.s_[0:12, 0:10],
         fill_value=5,
-        tags={"filter"},
     )
 
-    # compressors/
+
+def _smooth_lz4_shuffled(b: Builder, path: str, dtype: str, shape, chunks, tag: str) -> None:
+    """Smooth data under blosc lz4 with byte shuffle: a compressor that really shrinks it,
+    as it does real data."""
+    data = smooth_data(np.dtype(dtype), shape)
+    b.zarr_array(path, data, chunks=chunks, compressor=numcodecs.Blosc(**LZ4_SHUFFLE), tags={tag})
+
+
+def _main_compressors(b: Builder, rng: np.random.Generator) -> None:
+    """compressors/: one array per compressor; then more filters numcodecs knows (lossy
+    ones: the oracle is zarr-python's decoded values)."""
     b.group("compressors", {"note": "one array per compressor"})
     cdata = smooth_data(np.dtype("<f8"), (30, 20))
     cdata[::5, ::3] = make_data(np.dtype("<f8"), cdata[::5, ::3].shape, rng)
@@ -776,73 +427,28 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
         b.zarr_array(
             f"compressors/{name}", cdata, chunks=(7, 6), compressor=comp, tags={"compressor"}
         )
+    _smooth_lz4_shuffled(b, "compressors/blosc_shuffle_be_i2", ">i2", (25, 9), (8, 4), "compressor")
+    add = b.under("filters", chunks=(6, 5), tags={"filter"})
+    astype = numcodecs.AsType(encode_dtype="<f4", decode_dtype="<f8")
+    add("astype", _floats(), filters=[astype])
+    add("packbits", make_data("|b1", (20, 13), rng), filters=[numcodecs.PackBits()])
+    add("bitround", _floats().astype("<f4"), filters=[numcodecs.BitRound(keepbits=6)])
 
-    def smooth_lz4_shuffled(path, dtype, shape, chunks, tag):
-        """Smooth data under blosc lz4 with byte shuffle: a compressor that really shrinks
-        it, as it does real data."""
-        b.zarr_array(
-            path,
-            smooth_data(np.dtype(dtype), shape),
-            chunks=chunks,
-            compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
-            tags={tag},
-        )
 
-    smooth_lz4_shuffled("compressors/blosc_shuffle_be_i2", ">i2", (25, 9), (8, 4), "compressor")
-
-    # more filters numcodecs knows (lossy ones: the oracle is zarr-python's decoded values)
-    b.zarr_array(
-        "filters/astype",
-        floats,
-        chunks=(6, 5),
-        filters=[numcodecs.AsType(encode_dtype="<f4", decode_dtype="<f8")],
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/packbits",
-        make_data(np.dtype("|b1"), (20, 13), rng),
-        chunks=(6, 5),
-        filters=[numcodecs.PackBits()],
-        tags={"filter"},
-    )
-    b.zarr_array(
-        "filters/bitround",
-        floats.astype("<f4"),
-        chunks=(6, 5),
-        filters=[numcodecs.BitRound(keepbits=6)],
-        tags={"filter"},
-    )
-
-    # legacy/: spellings older writers (zarr-python 2) produced, written by hand
+def _main_legacy(b: Builder, rng: np.random.Generator) -> None:
+    """legacy/: spellings older writers (zarr-python 2) produced, written by hand."""
     b.group("legacy")
-    b.manual_array(
-        "legacy/no_dimension_separator",
-        make_data(np.dtype("<i4"), (7, 5), rng),
-        chunks=(3, 2),
-        fill_value=0,
-        compressor=numcodecs.Zlib(1),
-        omit_keys=("dimension_separator",),
-        tags={"manual", "legacy"},
-    )
-    b.manual_array(
-        "legacy/int_fill_for_float",
-        make_data(np.dtype("<f4"), (7, 5), rng),
-        chunks=(3, 2),
-        fill_value=3.0,
-        fill_json=3,
-        compressor=numcodecs.Zlib(1),
-        present=lambda idx: idx == (0, 0),
-        tags={"manual", "legacy"},
-    )
-    b.manual_array(
-        "legacy/filters_empty_list",
-        make_data(np.dtype(">u2"), (7, 5), rng),
-        chunks=(3, 2),
-        fill_value=0,
-        compressor=None,
-        zarray_overrides={"filters": []},
-        tags={"manual", "legacy"},
-    )
+    zlib = numcodecs.Zlib(1)
+
+    def legacy(name: str, dtype: str, **kw) -> None:
+        data = make_data(dtype, (7, 5), rng)
+        b.manual_array(f"legacy/{name}", data, chunks=(3, 2), tags={"manual", "legacy"}, **kw)
+
+    no_sep = ("dimension_separator",)
+    legacy("no_dimension_separator", "<i4", fill_value=0, compressor=zlib, omit_keys=no_sep)
+    int_fill = dict(fill_value=3.0, fill_json=3, compressor=zlib)
+    legacy("int_fill_for_float", "<f4", **int_fill, present=lambda idx: idx == (0, 0))
+    legacy("filters_empty_list", ">u2", fill_value=0, zarray_overrides={"filters": []})
     sudt = np.dtype([("name", "<U4"), ("v", ">f4")])
     b.zarr_array(
         "dtypes/struct_unicode",
@@ -853,134 +459,109 @@ def build_main(root: str | os.PathLike) -> Hierarchy:
         tags={"dtype"},
     )
 
-    # many/: a directory with more entries than one readdir reply holds
+
+def _main_many_groups(b: Builder, rng: np.random.Generator) -> None:
+    """many/: a directory with more entries than one readdir reply holds; g1/g2/g3: nested
+    groups with attributes; bare_group has no .zattrs at all."""
     b.group("many")
+    many = b.under("many", chunks=(2,), region=None, tags={"many"})
     for i in range(MANY):
-        b.zarr_array(
-            f"many/a{i:03d}",
-            np.zeros(3, "<i2"),
-            chunks=(2,),
-            region=None,
-            fill_value=i,
-            tags={"many"},
-        )
+        many(f"a{i:03d}", np.zeros(3, "<i2"), fill_value=i)
     b.zarr_array("names/" + "L" * 255, np.arange(3, dtype="<i2"), chunks=(2,), tags={"name"})
 
-    # g1/g2/g3: nested groups with attributes; bare_group has no .zattrs at all
     b.group("g1", {"level": 1, "name": "first"})
     b.group("g1/g2")
     b.group("g1/g2/g3", {"level": 3, "nested": {"list": [1, 2.5, None, "x"], "uni": "漢字"}})
-    b.zarr_array(
-        "g1/g2/g3/leaf",
-        make_data(np.dtype("<i2"), (4, 4), rng),
-        chunks=(3, 3),
-        attrs={"units": "m", "_ARRAY_DIMENSIONS": ["y", "x"]},
-    )
-    b.zarr_array("g1/sibling", make_data(np.dtype("<u8"), (6,), rng), chunks=(4,))
+    leaf_attrs = {"units": "m", "_ARRAY_DIMENSIONS": ["y", "x"]}
+    b.zarr_array("g1/g2/g3/leaf", make_data("<i2", (4, 4), rng), chunks=(3, 3), attrs=leaf_attrs)
+    b.zarr_array("g1/sibling", make_data("<u8", (6,), rng), chunks=(4,))
     b.bare_group("g1/bare")
-    b.manual_array(
-        "g1/bare/noattrs",
-        make_data(np.dtype("<i4"), (5,), rng),
-        chunks=(2,),
-        compressor=None,
-        fill_value=0,
-        tags={"manual"},
-    )
+    noattrs = make_data("<i4", (5,), rng)
+    b.manual_array("g1/bare/noattrs", noattrs, chunks=(2,), fill_value=0, tags={"manual"})
 
-    # multi/: random-read targets (small odd chunks, edges, missing chunks, F order, "/")
+
+def _main_multi(b: Builder, rng: np.random.Generator) -> None:
+    """multi/: random-read targets (small odd chunks, edges, missing chunks, F order, "/")."""
     b.group("multi")
-    b.zarr_array(
-        "multi/m1", make_data(np.dtype(">i2"), (13, 17, 3), rng), chunks=(4, 5, 2), tags={"multi"}
-    )
-    b.zarr_array(
-        "multi/m2",
-        make_data(np.dtype("<f8"), (11, 7, 5), rng),
+    multi = b.under("multi", tags={"multi"})
+    multi("m1", make_data(">i2", (13, 17, 3), rng), chunks=(4, 5, 2))
+    multi(
+        "m2",
+        make_data("<f8", (11, 7, 5), rng),
         chunks=(3, 3, 2),
         order="F",
         sep="/",
-        region=(slice(2, 9), slice(0, 5), slice(None)),
+        region=np.s_[2:9, 0:5, :],
         fill_value=np.nan,
-        tags={"multi"},
     )
-    b.zarr_array(
-        "multi/m3",
-        make_data(np.dtype("<u4"), (37, 29), rng),
+    multi(
+        "m3",
+        make_data("<u4", (37, 29), rng),
         chunks=(5, 7),
-        region=(slice(0, 20), slice(10, 29)),
+        region=np.s_[0:20, 10:29],
         fill_value=0xDEADBEEF,
         compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.BITSHUFFLE),
-        tags={"multi"},
     )
-    b.zarr_array(
-        "multi/m4",
-        make_data(np.dtype("<c8"), (6, 5, 4, 3), rng),
-        chunks=(4, 2, 3, 2),
-        compressor=numcodecs.GZip(1),
-        tags={"multi"},
+    multi(
+        "m4", make_data("<c8", (6, 5, 4, 3), rng), chunks=(4, 2, 3, 2), compressor=numcodecs.GZip(1)
     )
-    b.zarr_array(
-        "multi/m5",
-        make_data(sdt, (19, 11), rng),
-        chunks=(6, 4),
-        region=(slice(3, 19), slice(0, 7)),
-        fill_value=np.array((7, -0.5, b"ab", False), sdt)[()],
-        tags={"multi"},
-    )
+    fill = np.array((7, -0.5, b"ab", False), STRUCT_FLAT)[()]
+    m5 = make_data(STRUCT_FLAT, (19, 11), rng)
+    multi("m5", m5, chunks=(6, 4), region=np.s_[3:19, 0:7], fill_value=fill)
 
-    # cache/: a multi-chunk array for the chunk-cache test
+
+def _main_cache_big_names(b: Builder, rng: np.random.Generator) -> None:
+    """cache/: a multi-chunk array for the chunk-cache test; big/: larger than 1 MiB
+    (cache_size=1M test), one of them a single 2 MiB chunk; names/: unusual but safe path
+    components, which must show up."""
     b.group("cache")
+    probe = smooth_data(np.dtype("<f8"), (64, 1000))
     b.zarr_array(
-        "cache/probe",
-        smooth_data(np.dtype("<f8"), (64, 1000)),
-        chunks=(16, 300),
-        compressor=numcodecs.Zlib(1),
-        tags={"cache"},
+        "cache/probe", probe, chunks=(16, 300), compressor=numcodecs.Zlib(1), tags={"cache"}
     )
-
-    # big/: larger than 1 MiB (cache_size=1M test); one of them is a single 2 MiB chunk
     b.group("big")
-    smooth_lz4_shuffled("big/many_chunks", "<f8", (512, 1024), (64, 128), "big")
+    _smooth_lz4_shuffled(b, "big/many_chunks", "<f8", (512, 1024), (64, 128), "big")
+    one = make_data(">i4", (1024, 512), rng)
     b.zarr_array(
-        "big/one_chunk",
-        make_data(np.dtype(">i4"), (1024, 512), rng),
-        chunks=(1024, 512),
-        compressor=numcodecs.Zstd(1),
-        tags={"big"},
+        "big/one_chunk", one, chunks=(1024, 512), compressor=numcodecs.Zstd(1), tags={"big"}
     )
-
-    # names that are unusual but safe as path components must show up
     b.group("names")
-    b.zarr_array("names/with space", np.arange(3, dtype="<i2"), chunks=(2,), tags={"name"})
-    b.zarr_array("names/ünïcødé", np.arange(4, dtype="<i2"), chunks=(3,), tags={"name"})
-    b.zarr_array("names/dot.in.name", np.arange(5, dtype="<i2"), chunks=(2,), tags={"name"})
+    names = b.under("names", tags={"name"})
+    names("with space", np.arange(3, dtype="<i2"), chunks=(2,))
+    names("ünïcødé", np.arange(4, dtype="<i2"), chunks=(3,))
+    names("dot.in.name", np.arange(5, dtype="<i2"), chunks=(2,))
 
+
+MAIN_SECTIONS = (
+    _main_dtypes,
+    _main_fills,
+    _main_order_sep,
+    _main_edge_special,
+    _main_filters,
+    _main_compressors,
+    _main_legacy,
+    _main_many_groups,
+    _main_multi,
+    _main_cache_big_names,
+)
+
+
+def build_main(root: str | os.PathLike | None) -> Hierarchy:
+    b = Builder(root, {"title": "zarrmount integration hierarchy", "n": 1, "nested": {"k": [1]}})
+    for section in MAIN_SECTIONS:
+        section(b, b.rng)
     return b.finish()
 
 
 def build_root_array(root: str | os.PathLike) -> ArrayCase:
     """A store whose root is an array (mounted as a single file named ``array``)."""
-    rng = np.random.default_rng(7)
-    data = make_data(np.dtype(">f4"), (9, 10), rng)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        arr = zarr.create_array(
-            str(root),
-            shape=data.shape,
-            chunks=(4, 4),
-            dtype=data.dtype,
-            zarr_format=2,
-            fill_value=np.nan,
-            attributes={"root": True},
-        )
-        arr[:6] = data[:6]
-        values = np.asarray(zarr.open_array(str(root), mode="r", zarr_format=2)[...])
+    data = make_data(np.dtype(">f4"), (9, 10), np.random.default_rng(7))
+    attrs = {"root": True}
+    zarr_write(
+        root, data, np.s_[:6], chunks=(4, 4), zarr_format=2, fill_value=np.nan, attributes=attrs
+    )
     case = ArrayCase("", Path(root), "zarr")
-    case.zarray = json.loads((Path(root) / ".zarray").read_text())
-    case.zattrs = _read_json(Path(root) / ".zattrs", {})
-    case.dtype = np.dtype(case.zarray["dtype"])
-    case.shape = tuple(case.zarray["shape"])
-    case.chunks = tuple(case.zarray["chunks"])
-    case.expected = np.ascontiguousarray(values.astype(case.dtype)).tobytes()
+    case.read_back()
     return case
 
 
@@ -1011,133 +592,89 @@ class BadHierarchy:
 # with 0.1 (read-ahead goes forward, at most 128 KiB here).
 FAULT_N = 32768
 
+# The .zarray of a valid 4-element <i4 array; the hidden ones are spoilt copies of it.
+GOOD_META = {
+    "zarr_format": 2,
+    "shape": [4],
+    "chunks": [2],
+    "dtype": "<i4",
+    "compressor": None,
+    "fill_value": 0,
+    "order": "C",
+    "filters": None,
+    "dimension_separator": ".",
+}
+TWO_INTS = np.array([1, 2], "<i4").tobytes()
 
-def build_bad(root: str | os.PathLike) -> BadHierarchy:
-    b = Builder(root, {"what": "bad input"})
-    rng = b.rng
-    rootp = Path(root)
 
-    # good siblings
-    b.zarr_array(
-        "ok",
-        make_data(np.dtype("<f8"), (6, 7), rng),
-        chunks=(4, 4),
-        fill_value=np.nan,
-        region=(slice(0, 4), slice(None)),
-    )
-    b.zarr_array(
-        "good/a",
-        make_data(np.dtype(">i4"), (10, 3), rng),
-        chunks=(3, 3),
-        compressor=numcodecs.Zlib(1),
-    )
-    b.zarr_array(
-        "bad/good_sibling",
-        make_data(np.dtype("<u2"), (9,), rng),
-        chunks=(4,),
-        compressor=numcodecs.Zlib(1),
-    )
+def _meta(**override) -> str:
+    return json.dumps({**GOOD_META, **override})
 
-    # chunk faults: the arrays are valid and shown; one chunk is broken
-    faults: dict[str, ChunkFault] = {}
-    fault_data = smooth_data(np.dtype("<f8"), (1, 3 * FAULT_N))
-    chunk_bytes = FAULT_N * 8
 
-    def fault_array(name: str, compressor, breaker: Callable[[bytes], bytes]) -> None:
-        path = f"bad/{name}"
-        b.zarr_array(path, fault_data, chunks=(1, FAULT_N), compressor=compressor)
-        del b.h.arrays[path]  # its oracle is taken now, before the chunk is broken
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            za = zarr.open_array(str(rootp), path=path, mode="r", zarr_format=2)
-            expected = np.ascontiguousarray(np.asarray(za[...])).tobytes()
-        key_file = rootp / path / "0.1"
-        key_file.write_bytes(breaker(key_file.read_bytes()))
-        faults[path] = ChunkFault(
-            path,
-            f"{path}/0.1",
-            good_ranges=[(0, chunk_bytes), (2 * chunk_bytes, 3 * chunk_bytes)],
-            bad_range=(chunk_bytes + 4096, chunk_bytes + 8192),
-            expected=expected,
-        )
-
+def _bad_good(b: Builder, rng: np.random.Generator) -> None:
+    """The good siblings of the broken nodes."""
+    ok = make_data("<f8", (6, 7), rng)
+    b.zarr_array("ok", ok, chunks=(4, 4), fill_value=np.nan, region=np.s_[0:4, :])
     zlib = numcodecs.Zlib(1)
-    fault_array("corrupt", zlib, lambda raw: bytes(rng.integers(0, 256, len(raw), np.uint8)))
-    fault_array("truncated", zlib, lambda raw: raw[: len(raw) // 2])
-    fault_array(
-        "wrongsize",
-        zlib,
-        lambda raw: zlib.encode(np.zeros(FAULT_N // 2, "<f8").tobytes()),
-    )
-    fault_array("raw_wrongsize", None, lambda raw: raw[:-100])
-    fault_array("raw_toolong", None, lambda raw: raw + b"\0" * 64)
-    blosc = numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE)
-    fault_array("corrupt_blosc", blosc, lambda raw: raw[:16] + bytes(len(raw) - 16))
-    fault_array("empty_chunk_file", zlib, lambda raw: b"")
+    b.zarr_array("good/a", make_data(">i4", (10, 3), rng), chunks=(3, 3), compressor=zlib)
+    sibling = make_data("<u2", (9,), rng)
+    b.zarr_array("bad/good_sibling", sibling, chunks=(4,), compressor=zlib)
 
-    # nodes that must be hidden
-    hidden: dict[str, str] = {}
 
-    def raw_array(path: str, zarray_text: str, chunk: bytes | None = None) -> None:
-        d = rootp / path
-        d.mkdir(parents=True, exist_ok=True)
-        (d / ".zarray").write_text(zarray_text)
-        if chunk is not None:
-            (d / "0").write_bytes(chunk)
+def _bad_chunk_faults(b: Builder, rng: np.random.Generator) -> dict[str, ChunkFault]:
+    """Valid arrays, shown, with chunk 0.1 broken (the oracle is read before breaking it)."""
+    data = smooth_data(np.dtype("<f8"), (1, 3 * FAULT_N))
+    size = FAULT_N * 8
+    zlib = numcodecs.Zlib(1)
+    blosc = numcodecs.Blosc(**LZ4_SHUFFLE)
+    faults: dict[str, ChunkFault] = {}
+    for name, compressor, breaker in (
+        ("corrupt", zlib, lambda raw: bytes(rng.integers(0, 256, len(raw), np.uint8))),
+        ("truncated", zlib, lambda raw: raw[: len(raw) // 2]),
+        ("wrongsize", zlib, lambda raw: zlib.encode(np.zeros(FAULT_N // 2, "<f8").tobytes())),
+        ("raw_wrongsize", None, lambda raw: raw[:-100]),
+        ("raw_toolong", None, lambda raw: raw + b"\0" * 64),
+        ("corrupt_blosc", blosc, lambda raw: raw[:16] + bytes(len(raw) - 16)),
+        ("empty_chunk_file", zlib, lambda raw: b""),
+    ):
+        path = f"bad/{name}"
+        b.zarr_array(path, data, chunks=(1, FAULT_N), compressor=compressor)
+        del b.h.arrays[path]  # its oracle is taken now, before the chunk is broken
+        expected = v2_oracle(b.root, path)
+        key_file = b.root / path / "0.1"
+        key_file.write_bytes(breaker(key_file.read_bytes()))
+        good = [(0, size), (2 * size, 3 * size)]
+        bad = (size + 4096, size + 8192)
+        faults[path] = ChunkFault(path, f"{path}/0.1", good, bad, expected=expected)
+    return faults
 
-    good_meta = {
-        "zarr_format": 2,
-        "shape": [4],
-        "chunks": [2],
-        "dtype": "<i4",
-        "compressor": None,
-        "fill_value": 0,
-        "order": "C",
-        "filters": None,
-        "dimension_separator": ".",
-    }
-    two_ints = np.array([1, 2], "<i4").tobytes()
-    raw_array("bad/malformed_json", json.dumps(good_meta)[:-7], two_ints)
-    hidden["bad/malformed_json"] = "array"
-    raw_array("bad/not_an_object", "[1, 2, 3]", two_ints)
-    hidden["bad/not_an_object"] = "array"
-    raw_array(
-        "bad/unknown_codec",
-        json.dumps({**good_meta, "compressor": {"id": "no_such_codec_xyz", "level": 1}}),
-        two_ints,
-    )
-    hidden["bad/unknown_codec"] = "array"
-    raw_array(
-        "bad/unknown_filter",
-        json.dumps({**good_meta, "filters": [{"id": "not_a_filter_abc"}]}),
-        two_ints,
-    )
-    hidden["bad/unknown_filter"] = "array"
-    raw_array(
-        "bad/missing_shape",
-        json.dumps({k: v for k, v in good_meta.items() if k != "shape"}),
-        two_ints,
-    )
-    hidden["bad/missing_shape"] = "array"
-    raw_array("bad/rank_mismatch", json.dumps({**good_meta, "shape": [4, 4]}), two_ints)
-    hidden["bad/rank_mismatch"] = "array"
-    raw_array("bad/bad_dtype", json.dumps({**good_meta, "dtype": "<x9"}), two_ints)
-    hidden["bad/bad_dtype"] = "array"
-    raw_array(
-        "bad/vlen_bytes",
-        json.dumps({**good_meta, "dtype": "|O", "filters": [{"id": "vlen-bytes"}]}),
-        numcodecs.VLenBytes().encode(np.array([b"ab", b"c"], dtype=object)),
-    )
-    hidden["bad/vlen_bytes"] = "array"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        vs = zarr.create_array(
-            str(rootp), name="bad/vlen_utf8", shape=(3,), chunks=(2,), dtype=str, zarr_format=2
-        )
-        vs[:] = np.array(["a", "bé", "漢字"], dtype=object)
+
+def _bad_metadata(root: Path, hidden: dict[str, str]) -> None:
+    """Arrays whose metadata must hide them (``hidden`` collects their paths)."""
+    for name, text, chunk in (
+        ("malformed_json", json.dumps(GOOD_META)[:-7], TWO_INTS),
+        ("not_an_object", "[1, 2, 3]", TWO_INTS),
+        ("unknown_codec", _meta(compressor={"id": "no_such_codec_xyz", "level": 1}), TWO_INTS),
+        ("unknown_filter", _meta(filters=[{"id": "not_a_filter_abc"}]), TWO_INTS),
+        (
+            "missing_shape",
+            json.dumps({k: v for k, v in GOOD_META.items() if k != "shape"}),
+            TWO_INTS,
+        ),
+        ("rank_mismatch", _meta(shape=[4, 4]), TWO_INTS),
+        ("bad_dtype", _meta(dtype="<x9"), TWO_INTS),
+        (
+            "vlen_bytes",
+            _meta(dtype="|O", filters=[{"id": "vlen-bytes"}]),
+            numcodecs.VLenBytes().encode(np.array([b"ab", b"c"], dtype=object)),
+        ),
+    ):
+        write_raw_array(root / "bad" / name, text, chunk)
+        hidden[f"bad/{name}"] = "array"
+    utf8 = np.array(["a", "bé", "漢字"], dtype=object)
+    zarr_write(root, utf8, name="bad/vlen_utf8", shape=(3,), chunks=(2,), dtype=str, zarr_format=2)
     hidden["bad/vlen_utf8"] = "array"
-
-    more_malformed = {
+    for name, override in {
         "zero_chunk": {"chunks": [0]},
         "negative_shape": {"shape": [-4]},
         "format_3": {"zarr_format": 3},
@@ -1146,42 +683,48 @@ def build_bad(root: str | os.PathLike) -> BadHierarchy:
         "compressor_not_object": {"compressor": "zlib"},
         "filters_not_list": {"filters": {"id": "delta", "dtype": "<i4"}},
         "object_no_codec": {"dtype": "|O"},
-    }
-    for name, override in more_malformed.items():
-        raw_array(f"bad/{name}", json.dumps({**good_meta, **override}), two_ints)
+    }.items():
+        write_raw_array(root / "bad" / name, _meta(**override), TWO_INTS)
         hidden[f"bad/{name}"] = "array"
-    raw_array("bad/malformed_zattrs", json.dumps(good_meta), two_ints)
-    (rootp / "bad" / "malformed_zattrs" / ".zattrs").write_text('{"units": ')
+    write_raw_array(root / "bad" / "malformed_zattrs", _meta(), TWO_INTS)
+    (root / "bad" / "malformed_zattrs" / ".zattrs").write_text('{"units": ')
     hidden["bad/malformed_zattrs"] = "array"
-
     # a group with malformed .zgroup, and a (valid) array inside it
-    (rootp / "bad_group").mkdir()
-    (rootp / "bad_group" / ".zgroup").write_text('{"zarr_format": 2')
-    raw_array("bad_group/child", json.dumps(good_meta), two_ints)
+    write_file(root / "bad_group" / ".zgroup", '{"zarr_format": 2')
+    write_raw_array(root / "bad_group" / "child", _meta(), TWO_INTS)
     hidden["bad_group"] = "group"
 
-    # unsafe names (if this filesystem allows creating them)
+
+def _bad_names(root: Path, hidden: dict[str, str]) -> list[str]:
+    """Unsafe names (if this filesystem allows creating them); returns those created."""
     created = []
     for name in ("new\nline", "ctrl\x01char", "tab\there", "del\x7fchar"):
         try:
-            raw_array(f"bad/{name}", json.dumps(good_meta), two_ints)
+            write_raw_array(root / "bad" / name, _meta(), TWO_INTS)
         except OSError:
             continue
         created.append(name)
         hidden[f"bad/{name}"] = "array"
     try:
-        d = rootp / "bad" / "grp\nline"
-        d.mkdir()
-        (d / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
-        raw_array("bad/grp\nline/inner", json.dumps(good_meta), two_ints)
+        write_zgroup(root / "bad" / "grp\nline")
+        write_raw_array(root / "bad" / "grp\nline" / "inner", _meta(), TWO_INTS)
         created.append("grp\nline")
         hidden["bad/grp\nline"] = "group"
     except OSError:
         pass
+    return created
 
+
+def build_bad(root: str | os.PathLike) -> BadHierarchy:
+    b = Builder(root, {"what": "bad input"})
+    _bad_good(b, b.rng)
+    faults = _bad_chunk_faults(b, b.rng)
+    hidden: dict[str, str] = {}
+    _bad_metadata(b.root, hidden)
+    created = _bad_names(b.root, hidden)
     good = b.finish()
     hidden_names: dict[str, list[str]] = {}
     for p in hidden:
         parent, _, name = p.rpartition("/")
         hidden_names.setdefault(parent, []).append(name)
-    return BadHierarchy(rootp, good, faults, hidden, hidden_names, created)
+    return BadHierarchy(b.root, good, faults, hidden, hidden_names, created)

@@ -205,63 +205,50 @@ def _sharded(inner=(8, 8), codecs=None, **kw) -> ShardingCodec:
     return ShardingCodec(chunk_shape=inner, codecs=codecs or [BytesCodec()], **kw)
 
 
+def _shard_then(name: str, dtype: str, compressors: list, **kw) -> Spec:
+    """A 40 x 40 array in 16 x 16 shards (of 8 x 8 inner chunks), then ``compressors``."""
+    return Spec(
+        name, dtype, (40, 40), (16, 16), serializer=_sharded(), compressors=compressors, **kw
+    )
+
+
+def _index_at(location: str, region, compressor_name: str, compressor) -> list[Spec]:
+    """Two uint32 arrays with the shard index at ``location`` ("start" or "end"):
+    ``index_<location>`` written in ``region`` only, uncompressed, and
+    ``index_<location>_<compressor_name>`` written whole, behind ``compressor``."""
+    return [
+        Spec(
+            f"index_{location}",
+            "uint32",
+            (40, 40),
+            (16, 16),
+            region=region,
+            serializer=_sharded(index_location=location),
+        ),
+        Spec(
+            f"index_{location}_{compressor_name}",
+            "uint32",
+            (40, 40),
+            (16, 16),
+            compressors=[compressor],
+            serializer=_sharded(index_location=location),
+        ),
+    ]
+
+
 def explicit_cases() -> list[Spec]:
     f8, i2, u4, u1 = "float64", "int16", "uint32", "uint8"
     region = (slice(0, 19), slice(3, 29))  # leaves whole inner chunks and shards absent
     cases = [
         # sharding followed by one bytes-to-bytes codec (the EIO of issue "destination
         # buffer too small"), each compressor
-        Spec(
-            "shard_zstd",
-            f8,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[ZstdCodec(level=3)],
-        ),
-        Spec(
-            "shard_gzip",
-            i2,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[GzipCodec(level=1)],
-            region=region,
-        ),
-        Spec(
-            "shard_blosc",
-            u4,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[BloscCodec(cname="lz4", shuffle="bitshuffle")],
-        ),
-        Spec(
-            "shard_numcodecs_zstd",
-            f8,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[nc.Zstd(level=1)],
-            smooth=True,
-        ),
-        Spec(
-            "shard_crc32c",
-            u1,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[Crc32cCodec()],
-            region=region,
-            fill_value=7,
-        ),
-        Spec(
-            "shard_two_compressors",
-            f8,
-            (40, 40),
-            (16, 16),
-            serializer=_sharded(),
-            compressors=[nc.Shuffle(elementsize=4), nc.LZ4(), GzipCodec()],
+        _shard_then("shard_zstd", f8, [ZstdCodec(level=3)]),
+        _shard_then("shard_gzip", i2, [GzipCodec(level=1)], region=region),
+        _shard_then("shard_blosc", u4, [BloscCodec(cname="lz4", shuffle="bitshuffle")]),
+        _shard_then("shard_numcodecs_zstd", f8, [nc.Zstd(level=1)], smooth=True),
+        _shard_then("shard_crc32c", u1, [Crc32cCodec()], region=region, fill_value=7),
+        _shard_then(
+            "shard_two_compressors", f8, [nc.Shuffle(elementsize=4), nc.LZ4(), GzipCodec()]
         ),
         # nested sharding, with and without compressors at each level
         Spec(
@@ -345,38 +332,8 @@ def explicit_cases() -> list[Spec]:
             compressors=[ZstdCodec()],
             serializer=_sharded(index_codecs=[BytesCodec(endian="big")]),
         ),
-        Spec(
-            "index_start",
-            u4,
-            (40, 40),
-            (16, 16),
-            region=region,
-            serializer=_sharded(index_location="start"),
-        ),
-        Spec(
-            "index_start_blosc",
-            u4,
-            (40, 40),
-            (16, 16),
-            compressors=[nc.Blosc()],
-            serializer=_sharded(index_location="start"),
-        ),
-        Spec(
-            "index_end",
-            u4,
-            (40, 40),
-            (16, 16),
-            region=region,
-            serializer=_sharded(index_location="end"),
-        ),
-        Spec(
-            "index_end_lzma",
-            u4,
-            (40, 40),
-            (16, 16),
-            compressors=[nc.LZMA(preset=1)],
-            serializer=_sharded(index_location="end"),
-        ),
+        *_index_at("start", region, "blosc", nc.Blosc()),
+        *_index_at("end", region, "lzma", nc.LZMA(preset=1)),
         # numcodecs array filters before bytes; big-endian bytes
         Spec(
             "delta_bytes",

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 import zarr
 from helpers import rw_tools
+from helpers.arrays import write_array
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import assert_bytes_equal, read_file
 from helpers.outside import assert_nothing_outside_served
@@ -100,6 +101,19 @@ def _unsafe_name_cases(key) -> dict[str, Case]:
     }
 
 
+def _symlink_out_case(key) -> Case:
+    """A symlink ``out`` in the group to the outside tree, named in consolidated metadata as
+    a group holding the sentinel array (``key`` as in :func:`_unsafe_name_cases`): the group
+    is listed, but its array fails with EIO instead of serving what lies outside."""
+    return Case(
+        "EIO",
+        link="out",
+        add={key("{g}/out", GROUP): GROUP, key("{g}/out/arr", ARRAY): OUTSIDE},
+        groups=("out",),
+        eio=("out/arr",),
+    )
+
+
 V2_CONSOLIDATED = {
     **_unsafe_name_cases(v2_key),
     "double_slash": Case(
@@ -128,13 +142,7 @@ V2_CONSOLIDATED = {
         add={"{g}//twin/.zarray": NARROW},
         served=("twin",),
     ),
-    "symlink_out": Case(
-        "EIO",
-        link="out",
-        add={"{g}/out/.zgroup": GROUP, "{g}/out/arr/.zarray": OUTSIDE},
-        groups=("out",),
-        eio=("out/arr",),
-    ),
+    "symlink_out": _symlink_out_case(v2_key),
 }
 
 V3_CONSOLIDATED = {
@@ -154,13 +162,7 @@ V3_CONSOLIDATED = {
     "collision": Case(
         "hidden", arrays=("twin",), add={"/{g}/twin": NARROW}, hidden={"twin": ARRAY}
     ),
-    "symlink_out": Case(
-        "EIO",
-        link="out",
-        add={"{g}/out": GROUP, "{g}/out/arr": OUTSIDE},
-        groups=("out",),
-        eio=("out/arr",),
-    ),
+    "symlink_out": _symlink_out_case(lambda path, kind: path),
 }
 
 LISTED = {  # plain directory listings (no consolidated metadata)
@@ -189,10 +191,8 @@ STORES = {
 
 
 def _write_array(group, name: str, values: np.ndarray) -> None:
-    a = group.create_array(
-        name, shape=values.shape, chunks=(4,), dtype=values.dtype, compressors=None
-    )
-    a[:] = values
+    """``values`` in uncompressed chunks of 4 (several chunks, the last one partial)."""
+    write_array(group, name, values, chunks=(4,), compressors=None)
 
 
 def _outside(tmp: Path) -> Path:
@@ -201,10 +201,8 @@ def _outside(tmp: Path) -> Path:
     outside = tmp / "outside"
     for fmt in (2, 3):
         g = zarr.open_group(outside / f"v{fmt}", mode="w", zarr_format=fmt)
-        a = g.create_array(
-            "arr", shape=(len(SENTINEL),), chunks=(len(SENTINEL),), dtype="u1", compressors=None
-        )
-        a[:] = np.frombuffer(SENTINEL, np.uint8)
+        sentinel = np.frombuffer(SENTINEL, np.uint8)
+        write_array(g, "arr", sentinel, chunks=sentinel.shape, compressors=None)
     (outside / "etc").mkdir()
     (outside / "etc" / "passwd").write_bytes(SENTINEL)
     chunks = [outside / "v2" / "arr" / "0", outside / "v3" / "arr" / "c" / "0"]

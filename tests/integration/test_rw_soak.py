@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 
-import numcodecs
 import pytest
 import zarr
 from helpers import rw_tools, soak
@@ -28,40 +27,21 @@ CACHE = int(os.environ.get("ZARRMOUNT_SOAK_CACHE_MIB", "32")) * MIB
 
 # Mount name: (cache size, writeback delay, {array name: spec})
 MOUNTS = {
-    "v2": (
-        CACHE,
-        2,
-        {
-            "zstd": dict(
-                zarr_format=2,
-                shape=(1500, 5000),
-                chunks=(100, 300),
-                dtype=">i4",
-                compressors=numcodecs.Zstd(level=1),
-                fill_value=7,
-            ),
-        },
-    ),
+    "v2": (CACHE, 2, {"zstd": rw_tools.v2_spec((1500, 5000), (100, 300), ">i4", fill_value=7)}),
     "v3": (
         CACHE,
         1,
         {
-            "sharded-blosc": dict(
-                zarr_format=3,
-                shape=(4000, 4000),
-                chunks=(100, 100),
-                shards=(400, 800),
-                dtype="<u2",
+            "sharded-blosc": rw_tools.v3_spec(
+                (4000, 4000),
+                (100, 100),
+                "<u2",
                 fill_value=3,
-                compressors=zarr.codecs.BloscCodec(cname="lz4"),
+                shards=(400, 800),
+                compressor=zarr.codecs.BloscCodec(cname="lz4"),
             ),
-            "gzip": dict(
-                zarr_format=3,
-                shape=(800, 5000),
-                chunks=(64, 500),
-                dtype="<i8",
-                compressors=zarr.codecs.GzipCodec(level=1),
-                fill_value=0,
+            "gzip": rw_tools.v3_spec(
+                (800, 5000), (64, 500), "<i8", compressor=zarr.codecs.GzipCodec(level=1)
             ),
         },
     ),

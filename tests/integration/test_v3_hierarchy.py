@@ -20,7 +20,7 @@ import pytest
 from helpers import common
 from helpers import v3_fixtures as v3
 from helpers.mounting import mounted, run_cli
-from helpers.oracle import assert_bytes_equal, read_file
+from helpers.oracle import REQUIRED_ARRAY_XATTRS, assert_bytes_equal, read_file
 
 pytestmark = pytest.mark.mount
 
@@ -106,19 +106,10 @@ def test_uncached_random_reads(live, v3_main, path):
 
 
 def test_array_xattrs_are_listed(live, v3_main):
-    required = {
-        "user.zarr.dtype",
-        "user.zarr.shape",
-        "user.zarr.chunks",
-        "user.zarr.fill_value",
-        "user.zarr.codecs",
-        "user.zarr.format",
-        "user.zarr.attributes",
-    }
     problems = {}
     for path, case in v3_main.arrays.items():
         names = set(os.listxattr(live.p(path)))
-        want = set(required)
+        want = set(REQUIRED_ARRAY_XATTRS)
         if case.shards is not None:
             want.add("user.zarr.shards")
         if case.dimension_names is not None:

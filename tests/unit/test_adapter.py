@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numcodecs
@@ -117,6 +118,24 @@ def stores(tmp_path_factory) -> dict[str, str]:
     root = roots["root-array"] = str(base / "root-array.zarr")
     _write(zarr.create_array(root, zarr_format=3, **ROOT_ARRAY), rng)
     return roots
+
+
+@dataclass(frozen=True)
+class LayoutStore:
+    """One store of ``stores`` with what ``LAYOUTS`` wrote to it."""
+
+    name: str
+    root: str
+    fmt: int
+    arrays: dict[str, dict]
+    groups: dict[str, dict]
+
+
+@pytest.fixture(params=sorted(LAYOUTS))
+def layout_store(request, stores) -> LayoutStore:
+    """Each layout's store in turn, for the tests that check a whole store."""
+    fmt, arrays, groups = LAYOUTS[request.param]
+    return LayoutStore(request.param, stores[request.param], fmt, arrays, groups)
 
 
 def oracle(root: str, path: str | None = None) -> bytes:
@@ -265,10 +284,8 @@ def same_attributes(a: pyfuse3.EntryAttributes, b: pyfuse3.EntryAttributes) -> N
 # -- the tree: lookup, getattr, readdir -------------------------------------------------
 
 
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_tree_matches_zarr_python(stores, layout):
-    root = stores[layout]
-    _, arrays, _ = LAYOUTS[layout]
+def test_tree_matches_zarr_python(layout_store):
+    root, arrays = layout_store.root, layout_store.arrays
     nodes = members(root)
     assert {k for k, kind in nodes.items() if kind == "array"} == set(arrays)
     ops = make_ops(root)
@@ -555,10 +572,8 @@ def test_array_xattrs_describe_the_metadata(stores, layout, path):
     run(ops, main)
 
 
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_directory_xattrs(stores, layout):
-    root = stores[layout]
-    _, _, groups = LAYOUTS[layout]
+def test_directory_xattrs(layout_store):
+    root, groups = layout_store.root, layout_store.groups
     ops = make_ops(root)
 
     async def main(ops):
@@ -569,7 +584,7 @@ def test_directory_xattrs(stores, layout):
             b"user.zarrmount.stats",
         ]
         assert json.loads(await ops.getxattr(ROOT, b"user.zarr.attributes", CTX)) == {
-            "title": f"{layout} root"
+            "title": f"{layout_store.name} root"
         }
         assert await ops.getxattr(ROOT, b"user.zarrmount.pid", CTX) == str(os.getpid()).encode()
         stats = json.loads(await ops.getxattr(ROOT, b"user.zarrmount.stats", CTX))
@@ -591,10 +606,8 @@ def test_directory_xattrs(stores, layout):
 # -- statfs -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_statfs_once_the_tree_is_listed(stores, layout):
-    root = stores[layout]
-    _, arrays, _ = LAYOUTS[layout]
+def test_statfs_once_the_tree_is_listed(layout_store):
+    root, arrays = layout_store.root, layout_store.arrays
     nodes = members(root)
     total = sum(nbytes(spec) for spec in arrays.values())
     ops = make_ops(root)

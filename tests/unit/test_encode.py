@@ -8,15 +8,6 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
-from zarr.codecs import (
-    BloscCodec,
-    BytesCodec,
-    Crc32cCodec,
-    GzipCodec,
-    ShardingCodec,
-    TransposeCodec,
-    ZstdCodec,
-)
 
 from zarrmount import hierarchy
 from zarrmount.store.local import LocalStore
@@ -43,19 +34,29 @@ V3_CASES = {
     "bytes-zstd": dict(dtype="float32"),
     "big-transpose-gzip": dict(
         dtype="uint16",
-        serializer=BytesCodec(endian="big"),
-        filters=[TransposeCodec(order=(1, 0))],
-        compressors=GzipCodec(),
+        serializer=zarr.codecs.BytesCodec(endian="big"),
+        filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
+        compressors=zarr.codecs.GzipCodec(),
     ),
     "blosc-crc": dict(
-        dtype="int64", compressors=[BloscCodec(cname="zstd", shuffle="bitshuffle"), Crc32cCodec()]
+        dtype="int64",
+        compressors=[
+            zarr.codecs.BloscCodec(cname="zstd", shuffle="bitshuffle"),
+            zarr.codecs.Crc32cCodec(),
+        ],
     ),
-    "zstd-checksum": dict(dtype="complex64", compressors=ZstdCodec(level=1, checksum=True)),
+    "zstd-checksum": dict(
+        dtype="complex64", compressors=zarr.codecs.ZstdCodec(level=1, checksum=True)
+    ),
     "nested-sharding": dict(
         dtype="int16",
-        serializer=ShardingCodec(
+        serializer=zarr.codecs.ShardingCodec(
             chunk_shape=(4, 5),
-            codecs=[ShardingCodec(chunk_shape=(2, 5), codecs=[BytesCodec(), GzipCodec()])],
+            codecs=[
+                zarr.codecs.ShardingCodec(
+                    chunk_shape=(2, 5), codecs=[zarr.codecs.BytesCodec(), zarr.codecs.GzipCodec()]
+                )
+            ],
         ),
         compressors=None,
     ),

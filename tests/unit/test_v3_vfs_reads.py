@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import warnings
 
 import numpy as np
 import pytest
 import trio
-import zarr
 from helpers import v3_fixtures as v3
+from helpers.arrays import write_array
 from zarr.codecs import BloscCodec, BytesCodec, ShardingCodec
 
 from zarrmount import hierarchy
@@ -160,23 +159,19 @@ def test_index_location_start_and_end(tmp_path, location):
     root = tmp_path / "s.zarr"
     shape = (16, 128, 128)
     data = np.random.default_rng(1).standard_normal(shape, dtype=np.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        arr = zarr.create_array(
-            str(root),
-            name="a",
-            shape=shape,
-            dtype="<f4",
-            chunks=(8, 128, 128),
-            zarr_format=3,
-            compressors=None,
-            serializer=ShardingCodec(
-                chunk_shape=(1, 128, 128),
-                index_location=location,
-                codecs=[BytesCodec(), BloscCodec(cname="lz4")],
-            ),
-        )
-        arr[...] = data
+    write_array(
+        root,
+        "a",
+        data,
+        chunks=(8, 128, 128),
+        zarr_format=3,
+        compressors=None,
+        serializer=ShardingCodec(
+            chunk_shape=(1, 128, 128),
+            index_location=location,
+            codecs=[BytesCodec(), BloscCodec(cname="lz4")],
+        ),
+    )
     expected = data.tobytes()
     chunk = 128 * 128 * 4
     store, fs = make_fs(root)

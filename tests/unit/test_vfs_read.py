@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import trio
 import zarr
+from helpers.arrays import write_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,16 +41,15 @@ def source(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("vfs") / "data.zarr")
     g = zarr.open_group(root, mode="w", zarr_format=2)
     rng = np.random.default_rng(0)
-    a = g.create_array(
+    write_array(
+        g,
         "a",
-        shape=(23, 17, 5),
+        rng.integers(-1000, 1000, size=(23, 17, 5), dtype="<i2"),
         chunks=(4, 6, 3),
-        dtype="<i2",
         compressors=numcodecs.Zstd(level=1),
         fill_value=-7,
         order="F",
     )
-    a[:] = rng.integers(-1000, 1000, size=(23, 17, 5), dtype="i2")
     b = g.create_array(
         "sub/b",
         shape=(41,),

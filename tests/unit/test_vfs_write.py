@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import threading
 
-import numcodecs
 import numpy as np
 import pytest
 import trio
 import zarr
+from helpers.rw_tools import v2_spec
 
 from zarrmount import hierarchy
 from zarrmount.assemble import assemble
@@ -22,15 +22,7 @@ from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
 
 ARRAYS = {
-    "v2": dict(
-        zarr_format=2,
-        shape=(100, 37),
-        chunks=(16, 10),
-        dtype=">f4",
-        compressors=numcodecs.Zstd(level=1),
-        order="F",
-        fill_value=-1.0,
-    ),
+    "v2": v2_spec((100, 37), (16, 10), ">f4", order="F", fill_value=-1.0),
     "v3": dict(zarr_format=3, shape=(100, 37), chunks=(16, 10), dtype="f4", fill_value=-1),
     "sharded": dict(zarr_format=3, shape=(70, 61), chunks=(8, 8), shards=(32, 32), dtype="i2"),
     # tiny chunks: whole reads touch thousands, served from a listing of the stored ones

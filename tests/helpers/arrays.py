@@ -1,0 +1,37 @@
+"""Arrays written by zarr-python for the tests: the stores a mount serves, and the oracle
+that reads them, both come from zarr-python, never from zarrmount."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import zarr
+
+
+def write_array(
+    parent: zarr.Group | str | os.PathLike,
+    name: str,
+    data: np.ndarray,
+    *,
+    region: Any = ...,
+    **create,
+) -> zarr.Array:
+    """Array ``name`` of ``parent`` (a group, or the path of a store) shaped and typed like
+    ``data``, with ``data[region]`` written: chunks outside ``region`` stay missing (fill
+    value). ``create`` holds the other ``create_array`` keywords (chunks, codecs...).
+
+    zarr-python's warnings are silenced: tests write formats and codecs outside the spec on
+    purpose."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if isinstance(parent, zarr.Group):
+            arr = parent.create_array(name, shape=data.shape, dtype=data.dtype, **create)
+        else:
+            arr = zarr.create_array(
+                os.fspath(parent), name=name, shape=data.shape, dtype=data.dtype, **create
+            )
+        arr[region] = data[region]
+    return arr
