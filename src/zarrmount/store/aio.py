@@ -43,7 +43,6 @@ class AsyncStore:
 
     def __init__(self, store: Store, concurrency: int | None = None) -> None:
         self.store = store
-        self.url = store.url
         self.stats = StoreStats()
         self._limiter = trio.CapacityLimiter(concurrency or store.concurrency)
         self._failed = RecentFailures()
@@ -226,9 +225,6 @@ class AsyncStore:
         if found:  # a use that declined (a value that decodes only whole) fetches it whole
             counts.append(nread)
         return found
-
-    async def list_dir(self, prefix: str) -> list[str]:
-        return await self._run(self.store.list_dir, prefix)
 
     @property
     def list_calls(self) -> int:
