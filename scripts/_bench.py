@@ -17,7 +17,9 @@ float32 in 4 MiB chunks) and each repetition, on a fresh mount (cold chunk cache
   checked on the median of the per-repetition ratios of such pairs);
 
 and once per repetition the daemon's peak RSS while streaming the lz4 array with a cache a
-quarter of its size. The references, measured in the same run:
+quarter of its size, and cold reads of the lz4 array's file and of its ``.npy`` and ``.tif``
+views (``-o sidecars``), each on a fresh mount: a view's daemon CPU within 10 % of the
+file's. The references, measured in the same run:
 
 * the FUSE ceiling: a trivial in-memory pyfuse3 file (scripts/_bench_triv.py) with the same
   options and read-ahead, for the cold, warm and random measurements;
@@ -93,6 +95,9 @@ CEILING_READ_AHEAD_KB = 1024  # zarrmount's default when it runs as root
 RANDOM_READS = 2000
 RSS_SLACK_MIB = 150
 TTFB_MAX_S = 0.010
+SIDECARS = "sidecars=npy+tiff"
+VIEWS = ("", ".npy", ".tif")  # the array file, then its views
+VIEW_CPU_MAX = 1.10  # a view's daemon CPU per GB over the array file's
 
 
 class Run:
@@ -152,6 +157,16 @@ class Run:
             f"warm {self.nbytes / warm / 1e9:6.3f} GB/s"
             + (f"   daemon CPU {d1 - d0:.2f} s" if d0 is not None and d1 is not None else "")
         )
+
+    def views(self, ds: Dataset) -> None:
+        """Cold reads of the array file and of its .npy and .tif views (issue #19), each in
+        a fresh mount with the views shown: a view is a header before the array's bytes,
+        read through the same path, so its daemon CPU is the file's."""
+        store = ds.path(self.work, self.rows)
+        for suffix in VIEWS:
+            with Mount(self.args.zarrmount, store, self.mnt, self.logfile, [SIDECARS]) as m:
+                path = Path(f"{ds.mounted_file(self.mnt)}{suffix}")
+                self.sequential(f"view:{suffix or 'file'}", path, m.pid, store)
 
     def random_reads(self, variant: str, path: Path) -> None:
         """4 KiB preads of cached chunks (one read per chunk loads them), page cache cold,
@@ -309,6 +324,10 @@ def targets(run: Run) -> list[tuple[str, float | None, str, float, bool]]:
         ratio(f"{n} warm / ceiling warm", m(n, "warm"), m(CEILING, "warm"), ">=", 0.9)
         ratio(f"{n} random p50 / ceiling p50", m(n, "p50_ratio"), 1.0, "<=", 1.5)
         if n == "lz4":
+            file_cpu = m("view:file", "daemon_cpu")
+            for view in VIEWS[1:]:
+                got = m(f"view:{view}", "daemon_cpu")
+                ratio(f"lz4{view} cold daemon CPU / file's", got, file_cpu, "<=", VIEW_CPU_MAX)
             ttfb = m(n, "ttfb_ms")
             rows.append(
                 (
@@ -348,7 +367,7 @@ def report(run: Run) -> bool:
     variants = [CEILING] + [d.name for d in run.datasets]
     variants += [f"zarr:{d.name}" for d in run.datasets]
     variants += [f"decode:{d.name}" for d in run.datasets if d.compressor and not d.sharded]
-    variants += ["plain", "disk"]
+    variants += ["plain", "disk"] + [f"view:{v or 'file'}" for v in VIEWS]
 
     def cell(v: str, metric: str, width: int, fmt: str) -> str:
         x = m(v, metric)
@@ -415,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare(run)
         steps = [run.ceiling] + [functools.partial(run.mount, d) for d in run.datasets]
         steps += [functools.partial(run.zarr_read, d) for d in run.datasets] + [run.peak_rss]
+        steps += [functools.partial(run.views, d) for d in run.datasets if d.name == "lz4"]
         for rep in range(args.reps):
             log(f"repetition {rep + 1}/{args.reps}")
             k = rep * len(steps) // args.reps

@@ -18,6 +18,7 @@ from zarrmount.hierarchy.tree import Tree
 from zarrmount.options import MountOptions
 from zarrmount.store.aio import AsyncStore
 from zarrmount.vfs import Filesystem
+from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
 
 
@@ -76,6 +77,7 @@ def assemble(
         dirty_limit=cache_size // 2,
         root_pipeline=root_pipeline,
     )
-    table = InodeTable(Tree(dialect, store), mount.arrays)
+    sidecars = tuple(SIDECARS[kind] for kind in options.sidecars)
+    table = InodeTable(Tree(dialect, store), mount.arrays, sidecars)
     mount.fs = Filesystem(table, root, options, mount.statistics)
     return mount

@@ -269,7 +269,7 @@ def _inspect(source: str, options: MountOptions, as_json: bool) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     dialect, root, _ = _open(source, options)
-    print(inspect(dialect, root, as_json))
+    print(inspect(dialect, root, as_json, options.sidecars))
     return 0
 
 

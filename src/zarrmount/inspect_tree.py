@@ -9,7 +9,9 @@ from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.hierarchy import Dialect, walk
+from zarrmount.options import SIDECAR_KINDS
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
+from zarrmount.vfs.sidecars import SIDECARS, reasons
 
 
 def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -22,7 +24,16 @@ def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def describe(node: Node) -> dict[str, Any]:
+def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
+    """Each sidecar kind's file, or why the array has none."""
+    name = file.rpartition("/")[2]
+    return {
+        kind: {"file": file + SIDECARS[kind].suffix} if reason is None else {"reason": reason}
+        for kind, reason in reasons(meta, name, kinds).items()
+    }
+
+
+def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> dict[str, Any]:
     if isinstance(node, HiddenNode):
         return {"path": node.path, "type": node.kind, "shown": False, "reason": node.reason}
     if isinstance(node, GroupNode):
@@ -52,6 +63,7 @@ def describe(node: Node) -> dict[str, Any]:
         "fill_value": meta.fill_json,
         "codecs": meta.codecs,
         "size": meta.nbytes,
+        "sidecars": _sidecars(meta, node.path or ROOT_ARRAY_NAME, kinds),
         "attributes": meta.attributes,
     }
 
@@ -87,13 +99,22 @@ def _line(d: dict[str, Any]) -> str:
     return (
         f"{name}  file MNT/{_printable(d['file'])}  v{d['format']} {d['dtype']} {shape} "
         f"chunks {chunks} codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}"
+        + _sidecar_notes(d["sidecars"])
     )
 
 
-def inspect(dialect: Dialect, root: Node, as_json: bool) -> str:
+def _sidecar_notes(sidecars: dict[str, Any]) -> str:
+    got = [k for k, v in sidecars.items() if "file" in v]
+    missing = [f"{k}: {v['reason']}" for k, v in sidecars.items() if "reason" in v]
+    notes = f"  sidecars: {'+'.join(got)}" if got else ""
+    return notes + (f"  (none for {'; '.join(missing)})" if missing else "")
+
+
+def inspect(dialect: Dialect, root: Node, as_json: bool, kinds: list[str] | None = None) -> str:
     """The tree, one line a node (JSON with ``as_json``). Each array's line names its file
-    as ``MNT/PATH``, MNT standing for the mountpoint."""
-    nodes = [describe(n) for n in walk(dialect, root)]
+    as ``MNT/PATH``, MNT standing for the mountpoint, and its sidecars of ``kinds`` (those
+    of ``-o sidecars``; every kind when none is asked for), or why it has none."""
+    nodes = [describe(n, kinds or list(SIDECAR_KINDS)) for n in walk(dialect, root)]
     if as_json:
         return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)
     return "\n".join(_line(d) for d in sorted(nodes, key=lambda d: d["path"]))

@@ -73,6 +73,8 @@ class MountOptions:
     nolock: bool = False  # rw without the store's writer lock (another writer may clash)
     writable: bool = False  # read-write also through mount(8), which adds "rw" on its own
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
+    # files shown beside each array file for other programs (vfs/sidecars.py)
+    sidecars: list[str] = field(default_factory=list)
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
 
@@ -154,6 +156,20 @@ def _size(o: MountOptions, name: str, text: str) -> None:
         raise OptionError(f"option {name!r}: {e}") from None
 
 
+SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff")
+
+
+def _sidecars(o: MountOptions, name: str, text: str) -> None:
+    """``envi+npy``: kinds joined with ``+`` (``,`` separates options); ``none``."""
+    kinds = [] if text == "none" else text.split("+")
+    unknown = [k for k in kinds if k not in SIDECAR_KINDS]
+    if unknown:
+        raise OptionError(
+            f"option {name!r}: unknown kind {unknown[0]!r} (known: {', '.join(SIDECAR_KINDS)})"
+        )
+    o.sidecars = list(dict.fromkeys(kinds))
+
+
 def _storage_option(o: MountOptions, name: str, text: str) -> None:
     """``so.`` values: JSON (numbers, true/false, objects) where they parse, else text."""
     try:
@@ -212,6 +228,12 @@ OPTIONS: tuple[Option, ...] = (
         "so.KEY=VALUE",
         "an fsspec storage option (repeatable; JSON values allowed)",
         _storage_option,
+    ),
+    Option(
+        "sidecars=LIST",
+        "files beside each array for other programs: envi, nrrd, npy, tiff joined with +, "
+        "or none (the default)",
+        _sidecars,
     ),
     Option("allow_other", "let other users use the mount", _flag("allow_other"), False),
     Option("uid=N", "owner of every file and directory", _number("uid", int, 0)),

@@ -20,6 +20,7 @@ SAMPLES = {
     "OCT": "027",
     "PATH": "/tmp/z.log",
     "VALUE": "true",
+    "LIST": "envi+npy",
 }
 
 
@@ -64,3 +65,13 @@ def test_options_mount_adds_are_ignored_and_others_refused():
     assert options == MountOptions()
     with pytest.raises(OptionError, match="frobnicate"):
         options.apply("ro,frobnicate=1")
+
+
+def test_sidecar_kinds_join_with_plus_and_none_clears_them():
+    options = MountOptions()
+    options.apply("sidecars=tiff+npy+tiff")
+    assert options.sidecars == ["tiff", "npy"]
+    options.apply("sidecars=none")
+    assert options.sidecars == []
+    with pytest.raises(OptionError, match="unknown kind 'gif'"):
+        options.apply("sidecars=envi+gif")

@@ -40,17 +40,13 @@ class Directory(Node):
         async with self.lock:
             if self.entries is None:
                 found = await self.table.tree.children(self.group)
-                entries: dict[str, int] = {}
-                for child in found:
-                    self.table.adopt(self, child, entries)
-                self.entries = entries
+                self.entries = self.table.adopt(self, found)
                 self.lock = None  # listed for good: nobody waits on it again
             return self.entries
 
     def hold(self, child: Child) -> None:
         """Hold ``child`` without listing a group (the root array's directory)."""
-        self.entries = {}
-        self.table.adopt(self, child, self.entries)
+        self.entries = self.table.adopt(self, [child])
 
     def xattrs(self) -> dict[str, bytes]:
         group = self.group

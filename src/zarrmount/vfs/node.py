@@ -85,8 +85,11 @@ class Context(Protocol):
     read_only: bool
     mtime_ns: int  # of the mount
 
-    def adopt(self, parent: Node, child: Child, entries: dict[str, int]) -> None:
-        """Add the node of ``child`` below ``parent``, in ``entries`` under its name."""
+    def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
+        """The entries (name -> inode) of ``parent`` holding ``children`` (and sidecars)."""
+
+    def header(self, node: Node) -> bytes:
+        """A sidecar's header (made on demand, a few kept)."""
 
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
         """A node was added (statistics, warnings)."""

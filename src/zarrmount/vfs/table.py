@@ -15,6 +15,8 @@ from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Node
+from zarrmount.vfs.sidecarfile import SidecarFile
+from zarrmount.vfs.sidecars import Sidecar, header_of
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
@@ -23,17 +25,21 @@ ROOT_INODE = 1
 # Read-only array files whose engine is kept after their last close, most recent first: a
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
+# Sidecar headers kept once made (each is read by a stat, then by an open).
+KEEP_HEADERS = 64
 
 
 class InodeTable:
-    def __init__(self, tree: Tree, arrays: Arrays) -> None:
+    def __init__(self, tree: Tree, arrays: Arrays, sidecars: tuple[Sidecar, ...] = ()) -> None:
         self.tree = tree
         self.arrays = arrays
+        self.sidecars = sidecars  # shown beside each array file that has them
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
         self.total_bytes = 0  # of every array file (statfs)
         self._nodes: dict[int, Node] = {}
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
+        self._headers: OrderedDict[int, bytes] = OrderedDict()  # see KEEP_HEADERS
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -51,15 +57,46 @@ class InodeTable:
     def next_ino(self) -> int:
         return len(self._nodes) + 1
 
-    def adopt(self, parent: Node, child: Child, entries: dict[str, int]) -> None:
-        """Add the node of ``child`` below ``parent``, in ``entries`` under its name."""
-        model = child.node
-        if isinstance(model, HiddenNode):
-            log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
-            return
-        kind = Directory if isinstance(model, GroupNode) else ArrayFile
-        node = self.add(kind(self.next_ino(), parent.ino, model, self))
-        entries[child.name] = node.ino
+    def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
+        """The entries (name -> inode) of ``parent`` holding ``children``: their nodes, and
+        the sidecars of the array files among them, which never shadow a real node."""
+        entries: dict[str, int] = {}
+        files: list[tuple[str, ArrayFile]] = []
+        for child in children:
+            model = child.node
+            if isinstance(model, HiddenNode):
+                log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
+                continue
+            kind = Directory if isinstance(model, GroupNode) else ArrayFile
+            node = self.add(kind(self.next_ino(), parent.ino, model, self))
+            entries[child.name] = node.ino
+            if isinstance(node, ArrayFile):
+                files.append((child.name, node))
+        for name, file in files:
+            self._add_sidecars(parent, name, file, entries)
+        return entries
+
+    def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, entries: dict) -> None:
+        for sidecar in self.sidecars:
+            if header_of(sidecar, file.array.meta, name) is None:
+                continue  # --inspect says why
+            if name + sidecar.suffix in entries:
+                log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
+                continue
+            node = self.add(SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, self))
+            entries[name + sidecar.suffix] = node.ino
+
+    def header(self, node: SidecarFile) -> bytes:
+        """The header of a sidecar, made again once it has left the few kept."""
+        found = self._headers.get(node.ino)
+        if found is None:
+            found = node.sidecar.header(node.file.array.meta, node.name)
+            self._headers[node.ino] = found
+            while len(self._headers) > KEEP_HEADERS:
+                self._headers.popitem(last=False)
+        else:
+            self._headers.move_to_end(node.ino)
+        return found
 
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
         """A node was added: count its bytes, warn of malformed conventions once."""

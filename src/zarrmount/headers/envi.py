@@ -1,0 +1,68 @@
+"""ENVI ``.hdr`` headers: GDAL opens ``a.raw`` as a raster when ``a.raw.hdr`` lies beside it.
+
+ENVI describes one to many bands of a 2-D image; a 3-D C-order array is exactly band
+sequential (``bsq``) storage, so no element needs moving.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zarrmount.headers.base import NotApplicable, plain_type
+
+# ENVI ``data type`` codes by (NumPy kind, item size). ENVI defines 14 and 15 (64-bit
+# integers) though older GDAL refuses them: the header stays right for other readers.
+_DATA_TYPES: dict[tuple[str, int], int] = {
+    ("u", 1): 1,
+    ("i", 2): 2,
+    ("i", 4): 3,
+    ("f", 4): 4,
+    ("f", 8): 5,
+    ("c", 8): 6,
+    ("c", 16): 9,
+    ("u", 2): 12,
+    ("u", 4): 13,
+    ("i", 8): 14,
+    ("u", 8): 15,
+}
+
+# Readers (GDAL among them) hold sizes in signed 32-bit integers.
+_MAX_SIZE = 2**31 - 1
+
+
+def envi_data_type(dtype: np.dtype) -> int:
+    """The ENVI ``data type`` code of ``dtype``."""
+    return plain_type(_DATA_TYPES, dtype, "ENVI")
+
+
+def _bands_lines_samples(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    if len(shape) not in (2, 3):
+        raise NotApplicable(f"ENVI describes 2-D and 3-D arrays only (this one is {len(shape)}-D)")
+    bands, lines, samples = (1, *shape) if len(shape) == 2 else shape
+    if min(shape) < 1:
+        raise NotApplicable(f"ENVI has no empty images (shape {tuple(shape)})")
+    if max(shape) > _MAX_SIZE:
+        raise NotApplicable(f"ENVI readers take sizes up to {_MAX_SIZE} only")
+    return int(bands), int(lines), int(samples)
+
+
+def envi_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
+    """The ENVI header of a raw C-order file of ``shape`` and ``dtype``: a 2-D array is one
+    band of (lines, samples), a 3-D one is (bands, lines, samples)."""
+    dtype = np.dtype(dtype)
+    bands, lines, samples = _bands_lines_samples(tuple(shape))
+    code = envi_data_type(dtype)
+    # dtype.str names the byte order explicitly ('<', '>', or '|' for single bytes).
+    big = dtype.str[0] == ">"
+    lines_out = [
+        "ENVI",
+        f"samples = {samples}",
+        f"lines = {lines}",
+        f"bands = {bands}",
+        "header offset = 0",
+        "file type = ENVI Standard",
+        f"data type = {code}",
+        "interleave = bsq",
+        f"byte order = {int(big)}",
+    ]
+    return ("\n".join(lines_out) + "\n").encode("ascii")
