@@ -76,6 +76,7 @@ def assemble(
         write_empty_chunks=options.write_empty_chunks,
         dirty_limit=cache_size // 2,
         root_pipeline=root_pipeline,
+        byteorder=options.byteorder,
     )
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars)
     table = InodeTable(Tree(dialect, store), mount.arrays, sidecars)

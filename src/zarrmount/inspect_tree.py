@@ -29,7 +29,7 @@ def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
     name = file.rpartition("/")[2]
     return {
         kind: {"file": file + SIDECARS[kind].suffix} if reason is None else {"reason": reason}
-        for kind, reason in reasons(meta, name, kinds).items()
+        for kind, reason in reasons(meta.shape, meta.dtype, name, kinds).items()
     }
 
 

@@ -75,6 +75,7 @@ class MountOptions:
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # files shown beside each array file for other programs (vfs/sidecars.py)
     sidecars: list[str] = field(default_factory=list)
+    byteorder: str = "stored"  # of the bytes array files show: stored, little, big, native
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
 
@@ -157,6 +158,7 @@ def _size(o: MountOptions, name: str, text: str) -> None:
 
 
 SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff")
+BYTE_ORDERS = ("stored", "little", "big", "native")
 
 
 def _sidecars(o: MountOptions, name: str, text: str) -> None:
@@ -168,6 +170,12 @@ def _sidecars(o: MountOptions, name: str, text: str) -> None:
             f"option {name!r}: unknown kind {unknown[0]!r} (known: {', '.join(SIDECAR_KINDS)})"
         )
     o.sidecars = list(dict.fromkeys(kinds))
+
+
+def _byteorder(o: MountOptions, name: str, text: str) -> None:
+    if text not in BYTE_ORDERS:
+        raise OptionError(f"option {name!r}: {text!r} is not one of {', '.join(BYTE_ORDERS)}")
+    o.byteorder = text
 
 
 def _storage_option(o: MountOptions, name: str, text: str) -> None:
@@ -234,6 +242,11 @@ OPTIONS: tuple[Option, ...] = (
         "files beside each array for other programs: envi, nrrd, npy, tiff joined with +, "
         "or none (the default)",
         _sidecars,
+    ),
+    Option(
+        "byteorder=ORDER",
+        "byte order of array files and views: stored (the default), little, big, native",
+        _byteorder,
     ),
     Option("allow_other", "let other users use the mount", _flag("allow_other"), False),
     Option("uid=N", "owner of every file and directory", _number("uid", int, 0)),

@@ -159,3 +159,25 @@ def test_npy_view_writes_reach_the_array(tmp_path):
         view.flush()
         del view
     assert np.array_equal(zarr.open_array(root, mode="r")[...], expected)
+
+
+@pytest.mark.skipif(shutil.which("gdalinfo") is None, reason="GDAL (gdal-bin) is not installed")
+def test_byteorder_big_shows_swapped_bytes_that_gdal_reads_right(mount_factory, store, tmp_path):
+    root, name = store[3], "f4_2d"  # little-endian float32, shown big-endian
+    mount = mount_factory(root, ["sidecars=nrrd+npy", "byteorder=big"], tag="sidecars-big")
+    expected = _oracle(root, name)
+    path = mount.p(name)
+    assert os.getxattr(path, "user.zarr.dtype") == b">f4"
+    assert np.array_equal(np.fromfile(path, dtype=">f4").reshape(expected.shape), expected)
+    assert np.load(path + ".npy").dtype == np.dtype(">f4")
+    got, header = nrrd.read(path + ".nhdr", index_order="C")
+    assert header["endian"] == "big" and np.array_equal(got, expected)
+    # GDAL, by an ENVI header beside a big-endian 2-D array of the v2 store
+    mount = mount_factory(store[2], ["sidecars=envi", "byteorder=big"], tag="sidecars-big-gdal")
+    out = tmp_path / "img.raw"
+    env = dict(os.environ, GDAL_PAM_ENABLED="NO")
+    subprocess.run(
+        ["gdal_translate", "-q", "-of", "ENVI", mount.p("f4_img"), str(out)], env=env, check=True
+    )
+    expected = _oracle(store[2], "f4_img")
+    assert np.array_equal(np.fromfile(out, dtype="=f4").reshape(expected.shape), expected)

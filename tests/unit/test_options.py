@@ -21,6 +21,7 @@ SAMPLES = {
     "PATH": "/tmp/z.log",
     "VALUE": "true",
     "LIST": "envi+npy",
+    "ORDER": "big",
 }
 
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import errno
 import logging
 
+import numpy as np
+
+from zarrmount.array.byteorder import Swapped, shown_dtype
 from zarrmount.array.reader import ArrayReader
 from zarrmount.array.shared import Shared
 from zarrmount.array.writer import ArrayWriter
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.errors import FsError
-from zarrmount.format.model import ArrayNode
+from zarrmount.format.model import ArrayMeta, ArrayNode
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +32,28 @@ class Arrays:
         write_empty_chunks: bool = False,
         dirty_limit: int,
         root_pipeline: Pipeline | None = None,
+        byteorder: str = "stored",
     ) -> None:
         self.shared = shared
         self.read_only = read_only
         self.write_empty_chunks = write_empty_chunks
         self.dirty_limit = dirty_limit
         self._root_pipeline = root_pipeline  # a root array's, built when it was found
+        self.byteorder = byteorder  # of the bytes array files show (-o byteorder)
         self._writable: list[ArrayWriter] = []
 
-    def open(self, node: ArrayNode) -> ArrayReader:
-        """A new engine for ``node``: an ArrayWriter unless the mount is read-only."""
+    def dtype(self, meta: ArrayMeta) -> np.dtype:
+        """The dtype of the bytes an array file shows (its byte order: ``-o byteorder``)."""
+        return shown_dtype(meta.dtype, self.byteorder)
+
+    def open(self, node: ArrayNode) -> ArrayReader | Swapped:
+        """A new engine for ``node``: an ArrayWriter unless the mount is read-only, its
+        elements swapped where the mount shows another byte order than stored."""
+        engine = self._open(node)
+        shown = self.dtype(node.meta)
+        return engine if shown == node.meta.dtype else Swapped(engine, shown)
+
+    def _open(self, node: ArrayNode) -> ArrayReader:
         try:
             pipeline = (
                 self._root_pipeline
@@ -73,4 +88,4 @@ class Arrays:
         return failed
 
 
-__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared"]
+__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared", "Swapped"]

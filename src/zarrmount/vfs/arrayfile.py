@@ -10,7 +10,7 @@ import stat
 
 import numpy as np
 
-from zarrmount.array import ArrayReader
+from zarrmount.array import ArrayReader, Swapped
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayNode
 from zarrmount.vfs.node import Context, Handle, Node
@@ -26,7 +26,7 @@ class ArrayFile(Node):
         super().__init__(ino, parent)
         self.array = array
         self.table = table
-        self.engine: ArrayReader | None = None  # made on open, let go after the last close
+        self.engine: ArrayReader | Swapped | None = None  # made on open, let go after close
         self.opens = 0  # handles open on it
         table.noticed(array.path, array.meta.attributes, array.meta.nbytes)
 
@@ -39,7 +39,7 @@ class ArrayFile(Node):
     def mtime_ns(self) -> int | None:
         return getattr(self.engine, "mtime_ns", None)
 
-    def _engine(self) -> ArrayReader:
+    def _engine(self) -> ArrayReader | Swapped:
         """The array's engine, made now if it has none (first open, or let go)."""
         engine = self.engine
         if engine is None:
@@ -72,7 +72,8 @@ class ArrayFile(Node):
         self._engine().mtime_ns = mtime_ns  # writable: kept for the mount's life
 
     def xattrs(self) -> dict[str, bytes]:
-        return array_xattrs(self.array.path, self.array.meta)
+        meta = self.array.meta
+        return array_xattrs(self.array.path, meta, self.table.arrays.dtype(meta))
 
     async def warm_up(self, budget: int) -> int:
         engine = self._engine()
@@ -86,7 +87,7 @@ class ArrayFile(Node):
 class ArrayHandle(Handle):
     __slots__ = ("file", "engine")
 
-    def __init__(self, file: ArrayFile, engine: ArrayReader) -> None:
+    def __init__(self, file: ArrayFile, engine: ArrayReader | Swapped) -> None:
         self.file = file
         self.engine = engine
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from zarrmount.format.model import ArrayMeta
+import numpy as np
+
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header, tiff_header
 
 
@@ -15,8 +16,8 @@ from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_heade
 class Sidecar:
     kind: str  # as named in -o sidecars
     suffix: str  # appended to the array file's name
-    # the header of the array file NAME, or NotApplicable (with the reason)
-    header: Callable[[ArrayMeta, str], bytes]
+    # (shape, dtype of the file's bytes, file name NAME) -> the header, or NotApplicable
+    header: Callable[[tuple[int, ...], np.dtype, str], bytes]
     view: bool  # the header is followed by the array's bytes
     writable: bool = False  # on rw mounts, writes to the data part reach the array
 
@@ -24,31 +25,33 @@ class Sidecar:
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
-        Sidecar("envi", ".hdr", lambda m, _name: envi_header(m.shape, m.dtype), view=False),
-        Sidecar("nrrd", ".nhdr", lambda m, name: nrrd_header(m.shape, m.dtype, name), view=False),
-        Sidecar("npy", ".npy", lambda m, _name: npy_header(m.shape, m.dtype), True, True),
-        Sidecar("tiff", ".tif", lambda m, _name: tiff_header(m.shape, m.dtype), view=True),
+        Sidecar("envi", ".hdr", lambda shape, dtype, _: envi_header(shape, dtype), view=False),
+        Sidecar("nrrd", ".nhdr", nrrd_header, view=False),
+        Sidecar("npy", ".npy", lambda shape, dtype, _: npy_header(shape, dtype), True, True),
+        Sidecar("tiff", ".tif", lambda shape, dtype, _: tiff_header(shape, dtype), view=True),
     )
 }
 
 
-def header_of(sidecar: Sidecar, meta: ArrayMeta, name: str) -> bytes | None:
+def header_of(sidecar: Sidecar, shape: tuple[int, ...], dtype: np.dtype, name: str) -> bytes | None:
     """The sidecar's header for the array file ``name``; None where it has none."""
     try:
-        return sidecar.header(meta, name)
+        return sidecar.header(shape, dtype, name)
     except NotApplicable:
         return None
 
 
-def reasons(meta: ArrayMeta, name: str, kinds: list[str]) -> dict[str, str | None]:
-    """For ``--inspect``: each sidecar kind's file name, or why the array has none."""
+def reasons(
+    shape: tuple[int, ...], dtype: np.dtype, name: str, kinds: list[str]
+) -> dict[str, str | None]:
+    """For ``--inspect``: for each sidecar kind, None, or why the array has none."""
     found: dict[str, str | None] = {}
     for kind in kinds:
         sidecar = SIDECARS.get(kind)
         if sidecar is None:
             continue
         try:
-            sidecar.header(meta, name)
+            sidecar.header(shape, dtype, name)
             found[kind] = None
         except NotApplicable as e:
             found[kind] = str(e)

@@ -78,7 +78,8 @@ class InodeTable:
 
     def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, entries: dict) -> None:
         for sidecar in self.sidecars:
-            if header_of(sidecar, file.array.meta, name) is None:
+            meta = file.array.meta
+            if header_of(sidecar, meta.shape, self.arrays.dtype(meta), name) is None:
                 continue  # --inspect says why
             if name + sidecar.suffix in entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
@@ -90,7 +91,8 @@ class InodeTable:
         """The header of a sidecar, made again once it has left the few kept."""
         found = self._headers.get(node.ino)
         if found is None:
-            found = node.sidecar.header(node.file.array.meta, node.name)
+            meta = node.file.array.meta
+            found = node.sidecar.header(meta.shape, self.arrays.dtype(meta), node.name)
             self._headers[node.ino] = found
             while len(self._headers) > KEEP_HEADERS:
                 self._headers.popitem(last=False)

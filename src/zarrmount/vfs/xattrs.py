@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 
+import numpy as np
+
 from zarrmount.format import conventions as conv
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import ArrayMeta
@@ -42,10 +44,11 @@ def group_xattrs(path: str, attributes: dict) -> dict[str, bytes]:
     return _attribute_xattrs(attributes)
 
 
-def array_xattrs(path: str, meta: ArrayMeta) -> dict[str, bytes]:
+def array_xattrs(path: str, meta: ArrayMeta, dtype: np.dtype) -> dict[str, bytes]:
+    """``dtype``: of the file's bytes (the stored one, unless ``-o byteorder`` says else)."""
     found = _attribute_xattrs(meta.attributes)
     found |= {
-        PREFIX + "dtype": dtype_label(meta.dtype).encode(),
+        PREFIX + "dtype": dtype_label(dtype).encode(),
         PREFIX + "shape": _json(list(meta.shape)),
         PREFIX + "chunks": _json(list(meta.chunks)),
         PREFIX + "fill_value": _json(meta.fill_json),
