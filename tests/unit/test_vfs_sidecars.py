@@ -22,10 +22,10 @@ from zarrmount.store.local import LocalStore
 from zarrmount.vfs import FsError
 
 
-def _store(tmp_path, dtype="<u2", shape=(30, 41)) -> tuple[str, np.ndarray]:
+def _store(tmp_path, dtype="<u2", shape=(30, 41), chunks=(8, 16)) -> tuple[str, np.ndarray]:
     root = str(tmp_path / "a.zarr")
     values = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
-    zarr.create_array(root, shape=shape, chunks=(8, 16), dtype=dtype)[...] = values
+    zarr.create_array(root, shape=shape, chunks=chunks, dtype=dtype)[...] = values
     return root, np.asarray(zarr.open_array(root, mode="r")[...])
 
 
@@ -96,3 +96,21 @@ def test_inspect_names_each_sidecar_or_why_it_is_missing(tmp_path):
     dialect, node, _ = hierarchy.open_hierarchy(LocalStore(root))
     line = inspect(dialect, node, as_json=False, kinds=["envi", "npy"])
     assert "sidecars: npy" in line and "envi: " in line and "int8" in line
+
+
+def test_a_tiff_view_of_many_pages_is_read_in_parts_of_its_header(tmp_path, monkeypatch):
+    """20,000 pages: a 3.5 MB header, never made whole (a read makes the pages it touches)."""
+    import zarrmount.headers.tiff as tiff
+
+    root, expected = _store(tmp_path, dtype="|u1", shape=(20000, 2, 3), chunks=(1000, 2, 3))
+    fs = _fs(root, "sidecars=tiff")
+    made = []
+    real = tiff._ifds
+    monkeypatch.setattr(tiff, "_ifds", lambda lay, a, b: made.append(b - a) or real(lay, a, b))
+
+    async def main():
+        return await _read_all(fs, (await fs.lookup(1, "array.tif")).ino, 1 << 16)
+
+    tif = trio.run(main)
+    assert max(made) < 20000  # each read made only its own pages' directories
+    assert np.array_equal(tifffile.imread(io.BytesIO(tif)), expected)

@@ -88,9 +88,6 @@ class Context(Protocol):
     def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
         """The entries (name -> inode) of ``parent`` holding ``children`` (and sidecars)."""
 
-    def header(self, node: Node) -> bytes:
-        """A sidecar's header (made on demand, a few kept)."""
-
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
         """A node was added (statistics, warnings)."""
 

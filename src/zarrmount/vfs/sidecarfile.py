@@ -16,19 +16,31 @@ from zarrmount.vfs.sidecars import Sidecar
 
 
 class SidecarFile(Node):
-    __slots__ = ("file", "name", "sidecar", "table")
+    __slots__ = ("file", "name", "sidecar", "head_size", "table")
 
     def __init__(
-        self, ino: int, parent: int, file: ArrayFile, name: str, sidecar: Sidecar, table: Context
+        self,
+        ino: int,
+        parent: int,
+        file: ArrayFile,
+        name: str,
+        sidecar: Sidecar,
+        head_size: int,
+        table: Context,
     ) -> None:
         super().__init__(ino, parent)
         self.file = file  # the array file NAME this one describes
         self.name = name  # NAME
         self.sidecar = sidecar
+        self.head_size = head_size  # of its header
         self.table = table
 
-    def header(self) -> bytes:
-        return self.table.header(self)
+    def head(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of the header (made on demand: a TIFF one may be large)."""
+        meta = self.file.array.meta
+        stop = min(stop, self.head_size)
+        dtype = self.table.arrays.dtype(meta)
+        return self.sidecar.part(meta.shape, dtype, self.name, start, stop) if start < stop else b""
 
     def writable(self, read_only: bool) -> bool:
         return self.sidecar.writable and not read_only
@@ -37,42 +49,42 @@ class SidecarFile(Node):
         return stat.S_IFREG | (0o644 if self.writable(read_only) else 0o444)
 
     def size(self) -> int:
-        return len(self.header()) + (self.file.size() if self.sidecar.view else 0)
+        return self.head_size + (self.file.size() if self.sidecar.view else 0)
 
     def mtime_ns(self) -> int | None:
         return self.file.mtime_ns() if self.sidecar.view else None
 
     def open(self, flags: int) -> Handle:
         if not self.sidecar.view:
-            return HeaderHandle(self.header())
-        return ViewHandle(self.header(), self.file.open(flags), self.writable(self.table.read_only))
+            return HeaderHandle(self)
+        return ViewHandle(self, self.file.open(flags), self.writable(self.table.read_only))
 
 
 class HeaderHandle(Handle):
-    __slots__ = ("data",)
+    __slots__ = ("file",)
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, file: SidecarFile) -> None:
+        self.file = file
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
-        return self.data[offset : offset + size]
+        return self.file.head(offset, offset + size)
 
 
 class ViewHandle(Handle):
-    """Bytes ``[0, len(head))`` are the header, the rest the array file's."""
+    """Bytes ``[0, head_size)`` are the header, the rest the array file's."""
 
-    __slots__ = ("head", "inner", "writable")
+    __slots__ = ("file", "inner", "writable")
 
-    def __init__(self, head: bytes, inner: Handle, writable: bool) -> None:
-        self.head = head
+    def __init__(self, file: SidecarFile, inner: Handle, writable: bool) -> None:
+        self.file = file
         self.inner = inner
         self.writable = writable
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
-        n = len(self.head)
+        n = self.file.head_size
         if offset >= n:
             return await self.inner.read(offset - n, size, reply)
-        head = self.head[offset : offset + size]
+        head = self.file.head(offset, offset + size)
         if offset + size <= n:
             return head
         return head + bytes(await self.inner.read(0, offset + size - n, reply))
@@ -80,9 +92,9 @@ class ViewHandle(Handle):
     async def write(self, offset: int, data: bytes) -> int:
         if not self.writable:
             raise FsError(errno.EBADF)
-        n = len(self.head)
+        n = self.file.head_size
         if offset < n:  # the header may be written again as it is, never changed
-            if data[: n - offset] != self.head[offset : offset + len(data)]:
+            if data[: n - offset] != self.file.head(offset, offset + len(data)):
                 raise FsError(errno.EPERM, "the header of a view follows the array")
             if offset + len(data) <= n:
                 return len(data)

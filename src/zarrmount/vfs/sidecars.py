@@ -9,34 +9,59 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header, tiff_header
+from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
+from zarrmount.headers.tiff import tiff_header_range, tiff_header_size
+
+Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class Sidecar:
     kind: str  # as named in -o sidecars
     suffix: str  # appended to the array file's name
-    # (shape, dtype of the file's bytes, file name NAME) -> the header, or NotApplicable
-    header: Callable[[tuple[int, ...], np.dtype, str], bytes]
+    # (shape, dtype of the file's bytes, file name NAME) -> the header's size; raises
+    # NotApplicable (with the reason) where the format cannot describe the array
+    size: Callable[[Shape, np.dtype, str], int]
+    # (shape, dtype, NAME, start, stop) -> bytes [start, stop) of the header
+    part: Callable[[Shape, np.dtype, str, int, int], bytes]
     view: bool  # the header is followed by the array's bytes
     writable: bool = False  # on rw mounts, writes to the data part reach the array
+
+
+def _made_whole(kind: str, suffix: str, make, view: bool = False, writable: bool = False):
+    """A sidecar whose header is small: made whole for its size and for each part."""
+    return Sidecar(
+        kind,
+        suffix,
+        lambda shape, dtype, name: len(make(shape, dtype, name)),
+        lambda shape, dtype, name, start, stop: make(shape, dtype, name)[start:stop],
+        view,
+        writable,
+    )
 
 
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
-        Sidecar("envi", ".hdr", lambda shape, dtype, _: envi_header(shape, dtype), view=False),
-        Sidecar("nrrd", ".nhdr", nrrd_header, view=False),
-        Sidecar("npy", ".npy", lambda shape, dtype, _: npy_header(shape, dtype), True, True),
-        Sidecar("tiff", ".tif", lambda shape, dtype, _: tiff_header(shape, dtype), view=True),
+        _made_whole("envi", ".hdr", lambda shape, dtype, _: envi_header(shape, dtype)),
+        _made_whole("nrrd", ".nhdr", nrrd_header),
+        _made_whole("npy", ".npy", lambda shape, dtype, _: npy_header(shape, dtype), True, True),
+        # a TIFF header grows with the pages (100,000 of them: 17 MB): made in parts
+        Sidecar(
+            "tiff",
+            ".tif",
+            lambda shape, dtype, _: tiff_header_size(shape, dtype),
+            lambda shape, dtype, _, start, stop: tiff_header_range(shape, dtype, start, stop),
+            view=True,
+        ),
     )
 }
 
 
-def header_of(sidecar: Sidecar, shape: tuple[int, ...], dtype: np.dtype, name: str) -> bytes | None:
-    """The sidecar's header for the array file ``name``; None where it has none."""
+def header_size(sidecar: Sidecar, shape: Shape, dtype: np.dtype, name: str) -> int | None:
+    """The size of the sidecar's header for the array file ``name``; None where it has none."""
     try:
-        return sidecar.header(shape, dtype, name)
+        return sidecar.size(shape, dtype, name)
     except NotApplicable:
         return None
 
@@ -51,7 +76,7 @@ def reasons(
         if sidecar is None:
             continue
         try:
-            sidecar.header(shape, dtype, name)
+            sidecar.size(shape, dtype, name)
             found[kind] = None
         except NotApplicable as e:
             found[kind] = str(e)

@@ -16,7 +16,7 @@ from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Node
 from zarrmount.vfs.sidecarfile import SidecarFile
-from zarrmount.vfs.sidecars import Sidecar, header_of
+from zarrmount.vfs.sidecars import Sidecar, header_size
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
@@ -25,8 +25,6 @@ ROOT_INODE = 1
 # Read-only array files whose engine is kept after their last close, most recent first: a
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
-# Sidecar headers kept once made (each is read by a stat, then by an open).
-KEEP_HEADERS = 64
 
 
 class InodeTable:
@@ -39,7 +37,6 @@ class InodeTable:
         self.total_bytes = 0  # of every array file (statfs)
         self._nodes: dict[int, Node] = {}
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
-        self._headers: OrderedDict[int, bytes] = OrderedDict()  # see KEEP_HEADERS
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -77,28 +74,17 @@ class InodeTable:
         return entries
 
     def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, entries: dict) -> None:
+        meta = file.array.meta
+        dtype = self.arrays.dtype(meta)
         for sidecar in self.sidecars:
-            meta = file.array.meta
-            if header_of(sidecar, meta.shape, self.arrays.dtype(meta), name) is None:
+            size = header_size(sidecar, meta.shape, dtype, name)
+            if size is None:
                 continue  # --inspect says why
             if name + sidecar.suffix in entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
-            node = self.add(SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, self))
-            entries[name + sidecar.suffix] = node.ino
-
-    def header(self, node: SidecarFile) -> bytes:
-        """The header of a sidecar, made again once it has left the few kept."""
-        found = self._headers.get(node.ino)
-        if found is None:
-            meta = node.file.array.meta
-            found = node.sidecar.header(meta.shape, self.arrays.dtype(meta), node.name)
-            self._headers[node.ino] = found
-            while len(self._headers) > KEEP_HEADERS:
-                self._headers.popitem(last=False)
-        else:
-            self._headers.move_to_end(node.ino)
-        return found
+            node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self)
+            entries[name + sidecar.suffix] = self.add(node).ino
 
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
         """A node was added: count its bytes, warn of malformed conventions once."""
