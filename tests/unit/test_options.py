@@ -76,3 +76,10 @@ def test_sidecar_kinds_join_with_plus_and_none_clears_them():
     assert options.sidecars == []
     with pytest.raises(OptionError, match="unknown kind 'gif'"):
         options.apply("sidecars=envi+gif")
+
+
+def test_every_sidecar_kind_the_option_accepts_is_a_sidecar():
+    from zarrmount.options import SIDECAR_KINDS
+    from zarrmount.vfs.sidecars import SIDECARS
+
+    assert list(SIDECARS) == list(SIDECAR_KINDS)

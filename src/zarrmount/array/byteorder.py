@@ -9,15 +9,18 @@ import errno
 import numpy as np
 
 from zarrmount.array.reader import ArrayReader
+from zarrmount.array.writer import whole_elements
 from zarrmount.errors import FsError
 
-BYTE_ORDERS = {"stored": None, "little": "<", "big": ">", "native": "="}
+# NumPy's byte order characters of -o byteorder's values (options.BYTE_ORDERS); "stored"
+# has none: the array's own order.
+_ORDER_CHARS = {"little": "<", "big": ">", "native": "="}
 
 
 def shown_dtype(dtype: np.dtype, byteorder: str) -> np.dtype:
-    """The dtype of an array file's bytes: ``dtype`` in ``byteorder`` (one of
-    BYTE_ORDERS). Single-byte types and byte strings have no byte order."""
-    order = BYTE_ORDERS[byteorder]
+    """The dtype of an array file's bytes: ``dtype`` in ``byteorder``. Single-byte types
+    and byte strings have no byte order."""
+    order = _ORDER_CHARS.get(byteorder)
     return dtype if order is None else dtype.newbyteorder(order)
 
 
@@ -60,13 +63,11 @@ class Swapped:
             raise FsError(errno.EFBIG, f"write of {len(data)} bytes at {offset} past the end")
         if not data:
             return 0
-        first, last = self._elements(offset, end)
-        whole = bytearray(data)
-        if (first, last) != (offset, end):
-            whole = bytearray(await self.read(first, last - first))
-            whole[offset - first : end - first] = data
-        stored = np.frombuffer(bytes(whole), dtype=self.shown).astype(self.stored)
-        await self.engine.write(first, stored.tobytes())
+        whole = await whole_elements(self.read, self.stored.itemsize, offset, data)
+        stored = whole.view(self.shown).astype(self.stored)  # swapped back
+        await self.engine.write(
+            offset // self.stored.itemsize * self.stored.itemsize, stored.tobytes()
+        )
         return len(data)
 
     async def flush(self) -> None:

@@ -36,6 +36,27 @@ def _errno_of(error: BaseException) -> int:
     return errno.EIO
 
 
+async def whole_elements(read, itemsize: int, offset: int, data: bytes) -> np.ndarray:
+    """``data`` written at ``offset`` widened to whole elements: partial elements at the
+    edges are completed with the bytes ``read(offset, size)`` gives (only the edge elements
+    are partly overwritten). The result starts at element ``offset // itemsize``."""
+    isz, end = itemsize, offset + len(data)
+    src = np.frombuffer(data, dtype=np.uint8)
+    head = offset % isz
+    if not head and not end % isz:
+        return src
+    first, last = offset // isz, -(-end // isz)
+    merged = np.empty((last - first) * isz, dtype=np.uint8)
+    partial = {first} if head else set()
+    if end % isz:
+        partial.add(last - 1)
+    for element in partial:
+        start = (element - first) * isz
+        merged[start : start + isz] = np.frombuffer(await read(element * isz, isz), np.uint8)
+    merged[head : head + len(data)] = src
+    return merged
+
+
 class ArrayWriter(ArrayReader):
     """An array read and written; the owner of its dirty chunks in the cache."""
 
@@ -95,7 +116,7 @@ class ArrayWriter(ArrayReader):
             raise FsError(failed, "dirty data cannot be stored")
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
-        src = (await self._whole_elements(offset, data)).view(self.source.raw)
+        src = (await whole_elements(self.read, isz, offset, data)).view(self.source.raw)
         shape, chunks = self.meta.shape, self.meta.chunks
         count = functools.partial(count_touched, shape, chunks)
         for lo, hi in pieces(first, last, count, WIDE):  # bounded plans over tiny chunks
@@ -107,27 +128,6 @@ class ArrayWriter(ArrayReader):
                 self.cache.put_dirty(self.source.key(coords), chunk, chunk.nbytes, self)
         self.mtime_ns = time.time_ns()
         return len(data)
-
-    async def _whole_elements(self, offset: int, data: bytes) -> np.ndarray:
-        """``data`` widened to whole elements: partial elements at the edges are merged
-        with the bytes the array holds (only the edge elements are partly overwritten)."""
-        isz, end = self.meta.itemsize, offset + len(data)
-        src = np.frombuffer(data, dtype=np.uint8)
-        head = offset % isz
-        if not head and not end % isz:
-            return src
-        first, last = offset // isz, -(-end // isz)
-        merged = np.empty((last - first) * isz, dtype=np.uint8)
-        partial = {first} if head else set()
-        if end % isz:
-            partial.add(last - 1)
-        for element in partial:
-            start = (element - first) * isz
-            merged[start : start + isz] = np.frombuffer(
-                await self.read(element * isz, isz), np.uint8
-            )
-        merged[head : head + len(data)] = src
-        return merged
 
     def _dirty_chunks(self) -> list[Coords]:
         return [key[1] for key in self.cache.dirty(owner=self)]
