@@ -77,8 +77,9 @@ def assemble(
         dirty_limit=cache_size // 2,
         root_pipeline=root_pipeline,
         byteorder=options.byteorder,
+        text_max=options.text_max,
     )
-    sidecars = tuple(SIDECARS[kind] for kind in options.sidecars)
-    table = InodeTable(Tree(dialect, store), mount.arrays, sidecars)
+    sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
+    table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)
     mount.fs = Filesystem(table, root, options, mount.statistics)
     return mount

@@ -27,10 +27,15 @@ def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
 def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
     """Each sidecar kind's file, or why the array has none."""
     name = file.rpartition("/")[2]
-    return {
+    raw = [] if meta.strings else kinds  # no raw form: no header describes one
+    found = {
         kind: {"file": file + SIDECARS[kind].suffix} if reason is None else {"reason": reason}
-        for kind, reason in reasons(meta.shape, meta.dtype, name, kinds).items()
+        for kind, reason in reasons(meta.shape, meta.dtype, name, raw).items()
     }
+    if "text" in kinds and (meta.strings or meta.dtype.kind in "US"):
+        # its size (within text_max, or not shown) is measured when its group is listed
+        found["text"] = {"file": file + ".txt"}
+    return found
 
 
 def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> dict[str, Any]:
@@ -51,7 +56,7 @@ def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> 
         "path": node.path,
         "type": "array",
         "shown": True,
-        "file": node.path or ROOT_ARRAY_NAME,
+        "file": None if meta.strings else node.path or ROOT_ARRAY_NAME,
         "zarr_format": meta.zarr_format,
         "format": meta.format_name,
         "shape": list(meta.shape),
@@ -62,8 +67,8 @@ def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> 
         "order": meta.order,
         "fill_value": meta.fill_json,
         "codecs": meta.codecs,
-        "size": meta.nbytes,
-        "sidecars": _sidecars(meta, node.path or ROOT_ARRAY_NAME, kinds),
+        "size": None if meta.strings else meta.nbytes,
+        "sidecars": _sidecars(meta, node.path or ROOT_ARRAY_NAME, list(kinds)),
         "attributes": meta.attributes,
     }
 
@@ -96,9 +101,11 @@ def _line(d: dict[str, Any]) -> str:
     if d["shards"]:
         chunks += " in shards " + "x".join(map(str, d["shards"]))
     # The file as the mount shows it: a root array is the file ``array`` in the mount root.
+    file = f"file MNT/{_printable(d['file'])}" if d["file"] else "strings, no raw file"
+    size = f" ({d['size']} bytes)" if d["file"] else ""
     return (
-        f"{name}  file MNT/{_printable(d['file'])}  v{d['format']} {d['dtype']} {shape} "
-        f"chunks {chunks} codecs {_codec_names(d['codecs'])} ({d['size']} bytes){notes}"
+        f"{name}  {file}  v{d['format']} {d['dtype']} {shape} "
+        f"chunks {chunks} codecs {_codec_names(d['codecs'])}{size}{notes}"
         + _sidecar_notes(d["sidecars"])
     )
 

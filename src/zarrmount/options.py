@@ -55,6 +55,11 @@ def parse_size(text: str) -> int:
     return int(value * _SUFFIXES[suffix])
 
 
+SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "text")
+DEFAULT_SIDECARS = ("envi", "text")
+BYTE_ORDERS = ("stored", "little", "big", "native")
+
+
 @dataclass
 class MountOptions:
     read_only: bool = True
@@ -74,7 +79,8 @@ class MountOptions:
     writable: bool = False  # read-write also through mount(8), which adds "rw" on its own
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
     # files shown beside each array file for other programs (vfs/sidecars.py)
-    sidecars: list[str] = field(default_factory=list)
+    sidecars: list[str] = field(default_factory=lambda: [*DEFAULT_SIDECARS])
+    text_max: int = 64 << 20  # arrays of strings with more text are not shown
     byteorder: str = "stored"  # of the bytes array files show: stored, little, big, native
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
@@ -150,15 +156,14 @@ def _number(attr: str, parse: Callable[[str], float], low: float, low_ok: bool =
     return setter
 
 
-def _size(o: MountOptions, name: str, text: str) -> None:
-    try:
-        o.cache_size = parse_size(text)
-    except OptionError as e:
-        raise OptionError(f"option {name!r}: {e}") from None
+def _size(attr: str) -> Setter:
+    def setter(o: MountOptions, name: str, text: str) -> None:
+        try:
+            setattr(o, attr, parse_size(text))
+        except OptionError as e:
+            raise OptionError(f"option {name!r}: {e}") from None
 
-
-SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff")
-BYTE_ORDERS = ("stored", "little", "big", "native")
+    return setter
 
 
 def _sidecars(o: MountOptions, name: str, text: str) -> None:
@@ -198,7 +203,11 @@ OPTIONS: tuple[Option, ...] = (
         lambda o, _n, _v: (setattr(o, "writable", True), setattr(o, "read_only", False)),
         False,
     ),
-    Option("cache_size=SIZE", "decoded-chunk cache budget, suffixes K/M/G (default 512M)", _size),
+    Option(
+        "cache_size=SIZE",
+        "decoded-chunk cache budget, suffixes K/M/G (default 512M)",
+        _size("cache_size"),
+    ),
     Option(
         "write_empty_chunks",
         "with rw: store chunks that are all fill value",
@@ -239,9 +248,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sidecars=LIST",
-        "files beside each array for other programs: envi, nrrd, npy, tiff joined with +, "
-        "or none (the default)",
+        "files beside each array for other programs: envi, nrrd, npy, tiff, text joined "
+        "with +, or none (default envi+text)",
         _sidecars,
+    ),
+    Option(
+        "text_max=SIZE",
+        "arrays of strings with more text than this are not shown (default 64M)",
+        _size("text_max"),
     ),
     Option(
         "byteorder=ORDER",

@@ -263,9 +263,14 @@ def mounted(
     tag: str = "mnt",
     timeout: float = MOUNT_TIMEOUT,
     wrapper: Sequence[str] = (),
+    sidecars: str | None = "none",
 ) -> Iterator[Mount]:
     """Run ``zarrmount SOURCE MNT -f [-d] [-o ...]`` until the mount is live; always tear down.
-    ``wrapper`` prefixes the command (``prlimit --as=... --``: a limit for hostile data)."""
+    ``wrapper`` prefixes the command (``prlimit --as=... --``: a limit for hostile data).
+    ``sidecars``: the ``-o sidecars`` added unless ``options`` name one; ``none`` by default,
+    as most tests compare the tree with zarr-python's members (None: the daemon's default)."""
+    if sidecars is not None and not any(o.startswith("sidecars=") for o in options):
+        options = [*options, f"sidecars={sidecars}"]
     mnt = new_mountpoint(tag)
     if log_path is None:
         fd, log_path = tempfile.mkstemp(

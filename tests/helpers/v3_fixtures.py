@@ -34,7 +34,6 @@ import zarr.codecs.numcodecs as znc
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 from zarr.codecs import ShardingCodec as Shard
 from zarr.codecs import TransposeCodec as Transpose
-from zarr.core.dtype import VariableLengthBytes
 
 from helpers.oracle import MISSING, json_xattr
 from helpers.stores.core import prefixed, quiet, write_file, write_json, zarr_write
@@ -974,16 +973,10 @@ def _hidden_array_writers(root: Path, small: np.ndarray) -> dict[str, Callable[[
     a_filter = {"name": "frobnicate_filter"}
     manifest = {"name": "chunk-manifest-json", "configuration": {"manifest": "m.json"}}
     grid = {"name": "rectilinear", "configuration": {"chunk_shapes": [[2, 4]]}}
-    strings = np.array(["a", "bb", "", "dddd"])
-    blobs = np.array([b"x", b"yy", b""], dtype=object)
     return {
         "unknown_codec": patched(lambda doc: doc["codecs"].append(frobnicate)),
         "unknown_serializer": update(codecs=[{"name": "frobnicate_serializer"}]),
         "unknown_array_to_array": patched(lambda doc: doc["codecs"].insert(0, a_filter)),
-        "vlen_string": lambda p: zarr_v3_array(root, p, strings, shape=(4,), dtype=str),
-        "vlen_bytes": lambda p: zarr_v3_array(
-            root, p, blobs, shape=(3,), dtype=VariableLengthBytes()
-        ),
         "must_understand": update(future_thing={"name": "x", "configuration": {}}),
         "must_understand_true": update(future_thing={"must_understand": True}),
         "must_understand_plain_value": update(future_number=3),

@@ -663,17 +663,9 @@ def _bad_metadata(root: Path, hidden: dict[str, str]) -> None:
         ),
         ("rank_mismatch", _meta(shape=[4, 4]), TWO_INTS),
         ("bad_dtype", _meta(dtype="<x9"), TWO_INTS),
-        (
-            "vlen_bytes",
-            _meta(dtype="|O", filters=[{"id": "vlen-bytes"}]),
-            numcodecs.VLenBytes().encode(np.array([b"ab", b"c"], dtype=object)),
-        ),
     ):
         write_raw_array(root / "bad" / name, text, chunk)
         hidden[f"bad/{name}"] = "array"
-    utf8 = np.array(["a", "bé", "漢字"], dtype=object)
-    zarr_write(root, utf8, name="bad/vlen_utf8", shape=(3,), chunks=(2,), dtype=str, zarr_format=2)
-    hidden["bad/vlen_utf8"] = "array"
     for name, override in {
         "zero_chunk": {"chunks": [0]},
         "negative_shape": {"shape": [-4]},

@@ -4,9 +4,10 @@ codec), mounted with the real command and read through the mount.
 The oracle is zarr-python reading the same store, never bytes zarrmount produced: for every
 array zarr-python reads whose dtype has a raw form, the mount shows a file at the same path
 holding ``np.ascontiguousarray(arr[...]).tobytes()`` (in the byte order the array is stored
-in). Arrays of variable-length strings have no raw form: they are not listed, and
-``zarrmount --inspect --json`` lists them as hidden with a reason. No array that
-``--inspect`` calls healthy may fail to read through the mount.
+in). Arrays of strings (variable-length ones have no raw form) are shown as ``PATH.txt``,
+one element per line: each line, unescaped by the README's rules, is zarr-python's element.
+No array that ``--inspect`` calls healthy may fail to read through the mount. The mounts
+show text files alone (``sidecars=text``): headers are tested in ``test_sidecars.py``.
 
 The corpus (``tests/helpers/corpus.py``) is built once for the module, in a few seconds.
 """
@@ -16,10 +17,12 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 from helpers import corpus as corpus_mod
 from helpers.mounting import mounted, run_cli
 from helpers.oracle import describe_mismatch, read_file
+from helpers.text_lines import unescape
 
 pytestmark = pytest.mark.mount
 
@@ -66,64 +69,32 @@ def test_store_reads_as_zarr_python_reads_it(corpus, writer, name):
     assert arrays, f"zarr-python sees no array in {name}"
     nodes = _inspect(store)
     problems: list[tuple[str | None, str]] = []  # (array path, what is wrong)
-    with mounted(store.path, tag=f"corpus-{name}") as m:
+    with mounted(store.path, ["sidecars=text"], tag=f"corpus-{name}") as m:
         listed = _listing(m.path)
-        raw_files = set()
+        shown = set()
         for arr in arrays:
             file = _mount_path(arr.path)
             where = f"{writer} {name}: {file}"
+            if _is_text(arr):
+                shown.add(file + ".txt")
+                problems += [(arr.path, p) for p in _text_problems(m, arr, file, listed, where)]
             if not arr.has_raw_form:
-                if file in listed:
-                    problems.append(
-                        (arr.path, f"{where}: {arr.dtype} has no raw form but is listed")
-                    )
-                node = nodes.get(arr.path)
-                if node is None or node.get("shown") is not False or not node.get("reason"):
-                    problems.append(
-                        (
-                            arr.path,
-                            f"{where}: --inspect should list it hidden "
-                            f"with a reason, says {node!r}",
-                        )
-                    )
-                continue
-            raw_files.add(file)
-            if file not in listed:
                 node = nodes.get(arr.path) or {}
-                problems.append(
-                    (
-                        arr.path,
-                        f"{where} ({arr.dtype}, codecs {_codecs(arr)}) is "
-                        f"not shown; --inspect: "
-                        f"{node.get('reason', node.get('shown'))!r}",
+                if file in listed or node.get("file") is not None:
+                    problems.append(
+                        (arr.path, f"{where}: {arr.dtype} has no raw form but is shown")
                     )
-                )
                 continue
-            try:
-                got = read_file(m.p(file))
-            except OSError as e:
-                problems.append(
-                    (arr.path, f"{where} ({arr.dtype}, codecs {_codecs(arr)}): read fails: {e}")
-                )
-                continue
-            expected = arr.expected_bytes()
-            if got != expected:
-                problems.append(
-                    (
-                        arr.path,
-                        f"{where} ({arr.dtype}, codecs {_codecs(arr)}): "
-                        + describe_mismatch(got, expected, arr.file_dtype()),
-                    )
-                )
-            problems += [(arr.path, p) for p in _check_xattrs(m.p(file), arr, where)]
+            shown.add(file)
+            problems += [(arr.path, p) for p in _raw_problems(m, arr, file, listed, nodes, where)]
         # Nothing listed that zarr-python does not read as an array.
         problems += [
             (None, f"{writer} {name}: {f}: listed, but zarr-python reads no such array")
-            for f in sorted(listed - raw_files)
+            for f in sorted(listed - shown)
         ]
         # Nothing --inspect calls healthy that the mount cannot read.
         for path, node in sorted(nodes.items()):
-            if node["type"] != "array" or not node["shown"]:
+            if node["type"] != "array" or not node["shown"] or node["file"] is None:
                 continue
             file = node.get("file", _mount_path(path))
             try:
@@ -142,6 +113,48 @@ def test_store_reads_as_zarr_python_reads_it(corpus, writer, name):
                 )
         m.assert_alive()
     _verdict(name, problems)
+
+
+def _raw_problems(m, arr, file: str, listed: set[str], nodes: dict, where: str) -> list[str]:
+    """An array file holds zarr-python's values, C order, and its xattrs describe it."""
+    if file not in listed:
+        node = nodes.get(arr.path) or {}
+        reason = node.get("reason", node.get("shown"))
+        return [f"{where} ({arr.dtype}, codecs {_codecs(arr)}) is not shown; --inspect: {reason!r}"]
+    try:
+        got = read_file(m.p(file))
+    except OSError as e:
+        return [f"{where} ({arr.dtype}, codecs {_codecs(arr)}): read fails: {e}"]
+    expected = arr.expected_bytes()
+    problems = []
+    if got != expected:
+        mismatch = describe_mismatch(got, expected, arr.file_dtype())
+        problems.append(f"{where} ({arr.dtype}, codecs {_codecs(arr)}): {mismatch}")
+    return problems + _check_xattrs(m.p(file), arr, where)
+
+
+def _is_text(arr) -> bool:
+    """Arrays of strings or bytes, of variable or fixed size: shown as text."""
+    return not arr.has_raw_form or np.dtype(arr.dtype).kind in "US"
+
+
+def _text_problems(m, arr, file: str, listed: set[str], where: str) -> list[str]:
+    """``file.txt``: a line per element, each unescaped equal to zarr-python's element."""
+    if file + ".txt" not in listed:
+        return [f"{where}.txt ({arr.dtype}, codecs {_codecs(arr)}) is not shown"]
+    try:
+        data = read_file(m.p(file + ".txt"))
+    except OSError as e:
+        return [f"{where}.txt: read fails: {e}"]
+    got = [unescape(line) for line in data.split(b"\n")[:-1]]
+    values = np.asarray(arr.array[...]).ravel().tolist()
+    expected = [v if isinstance(v, bytes) else str(v).encode() for v in values]
+    if got != expected:
+        at = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)
+        return [
+            f"{where}.txt: {len(got)} lines for {len(expected)} elements, first differs at {at}"
+        ]
+    return []
 
 
 def _verdict(name: str, problems: list[tuple[str | None, str]]) -> None:
@@ -195,7 +208,7 @@ def test_corpus_summary(corpus, capsys):
     for writer, (raw, other) in counts.items():
         lines.append(
             f"  {writer}: {raw + other} arrays ({raw} compared byte for byte, "
-            f"{other} without a raw form)"
+            f"{other} of strings, compared as text)"
         )
     lines += [f"  skipped {line}" for line in corpus.skipped]
     with capsys.disabled():

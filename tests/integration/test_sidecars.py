@@ -7,6 +7,7 @@ written out here."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -32,6 +33,8 @@ ARRAYS = {
     "b1_2d": (3, "|b1", (6, 7), (4, 4)),
     "scalar": (3, "<i8", (), ()),
 }
+# GDAL's names of the types of the arrays it is shown
+GDAL_TYPES = {"f4": "Float32", "u2": "UInt16", "i4": "Int32"}
 # ENVI: 2-D and 3-D arrays of its data types (there is no int8 nor bool).
 ENVI_TYPES = {"u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8", "c8", "c16"}
 
@@ -142,20 +145,29 @@ def test_gdal_opens_arrays_by_their_envi_headers(mount_factory, store, tmp_path)
         bands = expected.shape[0] if expected.ndim == 3 else 1
         assert info["size"] == [expected.shape[-1], expected.shape[-2]]
         assert len(info["bands"]) == bands
+        assert {b["type"] for b in info["bands"]} == {GDAL_TYPES[expected.dtype.str[1:]]}
         out = tmp_path / f"{name}.raw"
         subprocess.run(["gdal_translate", "-q", "-of", "ENVI", path, str(out)], env=env, check=True)
         got = np.fromfile(out, dtype=expected.dtype.newbyteorder("=")).reshape(expected.shape)
         assert np.array_equal(got, expected), name
 
 
-def test_npy_view_writes_reach_the_array(tmp_path):
+def _writable(tmp_path, shape: tuple[int, int], dtype: str):
+    """A new store of one array of zeros, what it holds once a block of it is written,
+    and that block: ``(root, expected, block)``."""
     root = str(tmp_path / "rw.zarr")
-    zarr.create_array(root, shape=(40, 50), chunks=(16, 16), dtype="<i2", fill_value=0)
-    expected = np.zeros((40, 50), dtype="<i2")
-    expected[3:30, 7:41] = np.arange(27 * 34).reshape(27, 34)
+    zarr.create_array(root, shape=shape, chunks=(16, 16), dtype=dtype, fill_value=0)
+    block = (slice(3, shape[0] - 4), slice(7, shape[1] - 9))
+    expected = np.zeros(shape, dtype=dtype)
+    expected[block] = np.arange(expected[block].size).reshape(expected[block].shape)
+    return root, expected, block
+
+
+def test_npy_view_writes_reach_the_array(tmp_path):
+    root, expected, block = _writable(tmp_path, (40, 50), "<i2")
     with mounted(root, ["rw", "sidecars=npy"], tag="sidecars-rw") as mount:
         view = np.load(mount.p("array.npy"), mmap_mode="r+")
-        view[3:30, 7:41] = expected[3:30, 7:41]
+        view[block] = expected[block]
         view.flush()
         del view
     assert np.array_equal(zarr.open_array(root, mode="r")[...], expected)
@@ -181,3 +193,100 @@ def test_byteorder_big_shows_swapped_bytes_that_gdal_reads_right(mount_factory, 
     )
     expected = _oracle(store[2], "f4_img")
     assert np.array_equal(np.fromfile(out, dtype="=f4").reshape(expected.shape), expected)
+
+
+@pytest.mark.skipif(shutil.which("gdalinfo") is None, reason="GDAL (gdal-bin) is not installed")
+def test_gdal_reads_the_tiff_views_page_by_page(mount_factory, store, tmp_path):
+    env = dict(os.environ, GDAL_PAM_ENABLED="NO")
+    for mount, root, name in _mounted(mount_factory, store, [ALL], "sidecars-gdal-tif"):
+        if name not in ("f4_2d", "f4_img", "u2_3d", "i4_big"):
+            continue
+        expected = _oracle(root, name)
+        pages = expected if expected.ndim == 3 else expected[np.newaxis]
+        for page, want in enumerate(pages):
+            source = f"GTIFF_DIR:{page + 1}:{mount.p(name + '.tif')}"
+            info = json.loads(
+                subprocess.run(
+                    ["gdalinfo", "-json", source], env=env, capture_output=True, check=True
+                ).stdout
+            )
+            assert info["size"] == [want.shape[-1], want.shape[-2]] and len(info["bands"]) == 1
+            assert info["bands"][0]["type"] == GDAL_TYPES[want.dtype.str[1:]]
+            out = tmp_path / f"{name}-{page}.raw"
+            subprocess.run(
+                ["gdal_translate", "-q", "-of", "ENVI", source, str(out)], env=env, check=True
+            )
+            got = np.fromfile(out, dtype=want.dtype.newbyteorder("=")).reshape(want.shape)
+            assert np.array_equal(got, want), (name, page)
+
+
+IMAGEMAGICK = "/usr/bin/convert"  # elsewhere on PATH, "convert" may be something else
+
+
+@pytest.mark.skipif(not os.path.exists(IMAGEMAGICK), reason="ImageMagick is not installed")
+def test_imagemagick_reads_the_tiff_views(mount_factory, store):
+    mount = mount_factory(store[2], ["sidecars=tiff"], tag="sidecars-magick")
+    expected = _oracle(store[2], "u2_3d")  # 16-bit pages: exact in ImageMagick's Q16
+    for page, want in enumerate(expected):
+        got = subprocess.run(
+            [
+                IMAGEMAGICK,
+                f"{mount.p('u2_3d.tif')}[{page}]",
+                "-depth",
+                "16",
+                "-endian",
+                "LSB",
+                "gray:-",
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert np.array_equal(np.frombuffer(got, dtype="<u2").reshape(want.shape), want), page
+
+
+def test_shared_read_mappings_of_every_file_and_view_equal_its_bytes(mount_factory, store):
+    for fmt, root in store.items():
+        mount = mount_factory(root, [ALL + "+text"], tag=f"sidecars-mmap-v{fmt}")
+        for name in sorted(os.listdir(mount.p())):
+            with open(mount.p(name), "rb") as f:
+                data = f.read()
+                if not data:
+                    continue
+                with mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ) as mapped:
+                    assert mapped[:] == data, name
+
+
+def test_writable_shared_mapping_reaches_the_store_on_close_without_msync(tmp_path):
+    root, expected, block = _writable(tmp_path, (64, 48), "<u4")
+    with mounted(root, ["rw", "writeback_delay=600"], tag="sidecars-mmap-rw") as mount:
+        fd = os.open(mount.p("array"), os.O_RDWR)
+        try:
+            with mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mapped:
+                view = np.frombuffer(mapped, dtype="<u4").reshape(expected.shape)
+                view[block] = expected[block]
+                del view  # munmap, no msync
+        finally:
+            os.close(fd)  # the kernel writes the pages back, then flushes: stored
+        assert np.array_equal(zarr.open_array(root, mode="r")[...], expected)
+        mount.assert_alive()
+
+
+def test_tiff_view_past_4_gib_is_a_bigtiff_and_reads_fill_without_fetching(tmp_path):
+    root = str(tmp_path / "big.zarr")
+    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 4_000)  # 4.8 GB, one chunk written
+    array = zarr.create_array(root, shape=shape, chunks=chunks, dtype="u1", fill_value=7)
+    written = np.arange(4_000 * 4_000, dtype=np.uint64).astype("u1").reshape(4_000, 4_000)
+    array[1, 8_000:12_000, 4_000:8_000] = written
+    with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff") as mount:
+        tif = mount.p("array.tif")
+        assert os.stat(tif).st_size > 2**32
+        with tifffile.TiffFile(tif) as t:
+            assert t.is_bigtiff and len(t.pages) == 3
+        got = tifffile.memmap(tif, mode="r")
+        assert got.shape == shape
+        before = mount.stats()["store_get_bytes"]
+        assert (got[0, -100:, -100:] == 7).all() and (got[2, 123, :5000] == 7).all()
+        assert mount.stats()["store_get_bytes"] == before  # absent chunks: nothing fetched
+        assert np.array_equal(got[1, 8_000:12_000, 4_000:8_000], written)
+        assert got[1, 7_999, 4_000] == 7
+        del got

@@ -181,7 +181,9 @@ class MountedOps(Operations):
 
 
 def make_ops(root: str, **options) -> MountedOps:
-    """The adapter over a fresh mount's Filesystem, wrapped as ``session.run`` wraps it."""
+    """The adapter over a fresh mount's Filesystem, wrapped as ``session.run`` wraps it;
+    the arrays alone, with no sidecar files, unless ``options`` ask for some."""
+    options.setdefault("sidecars", [])
     dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
     return MountedOps(assemble(dialect, node, pipeline, MountOptions(**options)))
 

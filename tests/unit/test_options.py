@@ -14,7 +14,7 @@ from zarrmount.options import OPTIONS, PASSIVE, MountOptions, OptionError
 README = Path(__file__).resolve().parents[2] / "README.md"
 # A value for each placeholder that the option's parser must accept.
 SAMPLES = {
-    "SIZE": "64M",
+    "SIZE": "48M",
     "SECONDS": "2.5",
     "N": "7",
     "OCT": "027",
@@ -82,4 +82,9 @@ def test_every_sidecar_kind_the_option_accepts_is_a_sidecar():
     from zarrmount.options import SIDECAR_KINDS
     from zarrmount.vfs.sidecars import SIDECARS
 
-    assert list(SIDECARS) == list(SIDECAR_KINDS)
+    # text files are made by the inode table (they need the array decoded), not SIDECARS
+    assert list(SIDECAR_KINDS) == [*SIDECARS, "text"]
+
+
+def test_default_sidecars_are_envi_headers_and_text():
+    assert MountOptions().sidecars == ["envi", "text"]

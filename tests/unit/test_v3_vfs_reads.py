@@ -65,7 +65,8 @@ class CountingStore(LocalStore):
 def make_fs(root):
     store = CountingStore(str(root))
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
-    return store, assemble(dialect, node, pipeline, MountOptions(cache_size=256 * MIB)).fs
+    options = MountOptions(cache_size=256 * MIB, sidecars=[])  # the arrays alone
+    return store, assemble(dialect, node, pipeline, options).fs
 
 
 async def open_path(fs, path):

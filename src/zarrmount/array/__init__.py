@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 
 from zarrmount.array.byteorder import Swapped, shown_dtype
 from zarrmount.array.reader import ArrayReader
 from zarrmount.array.shared import Shared
+from zarrmount.array.text import TextArray, TooLong, chunk_rows, file_rows
 from zarrmount.array.writer import ArrayWriter
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.errors import FsError
@@ -33,6 +35,7 @@ class Arrays:
         dirty_limit: int,
         root_pipeline: Pipeline | None = None,
         byteorder: str = "stored",
+        text_max: int = 64 << 20,
     ) -> None:
         self.shared = shared
         self.read_only = read_only
@@ -40,6 +43,7 @@ class Arrays:
         self.dirty_limit = dirty_limit
         self._root_pipeline = root_pipeline  # a root array's, built when it was found
         self.byteorder = byteorder  # of the bytes array files show (-o byteorder)
+        self.text_max = text_max  # the most text an array of strings may show (-o text_max)
         self._writable: list[ArrayWriter] = []
 
     def dtype(self, meta: ArrayMeta) -> np.dtype:
@@ -52,6 +56,13 @@ class Arrays:
         engine = self._open(node)
         shown = self.dtype(node.meta)
         return engine if shown == node.meta.dtype else Swapped(engine, shown)
+
+    def text(self, node: ArrayNode, read: Callable[[int, int], Awaitable[bytes]]) -> TextArray:
+        """The text of an array of strings: decoded from its chunks where its elements
+        vary in length, else from ``read`` (bytes of its array file)."""
+        if node.meta.strings is not None:
+            return chunk_rows(node, self.shared, self.text_max)
+        return file_rows(node.meta, self.dtype(node.meta), read, self.text_max)
 
     def _open(self, node: ArrayNode) -> ArrayReader:
         try:
@@ -88,4 +99,4 @@ class Arrays:
         return failed
 
 
-__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared", "Swapped"]
+__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared", "Swapped", "TextArray", "TooLong"]

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from zarrmount.format.model import MetadataError
+from zarrmount.format.strings import OBJECT, V3_TYPES
 
 
 def _to_descr(value: Any) -> Any:
@@ -26,11 +27,14 @@ def _to_descr(value: Any) -> Any:
 
 
 def parse_v2_dtype(value: Any) -> np.dtype:
-    """The dtype of a ``.zarray`` ``dtype`` field; object dtypes have no raw form."""
+    """The dtype of a ``.zarray`` ``dtype`` field: ``|O`` is kept (strings, shown as text);
+    other dtypes holding objects have no form we can show."""
     try:
         dtype = np.dtype(_to_descr(value))
     except (TypeError, ValueError) as e:
         raise MetadataError(f"unsupported dtype {json.dumps(value)}: {e}") from e
+    if dtype == np.dtype(object):
+        return dtype  # an array of variable-length elements: its object codec says which
     if dtype.hasobject:
         raise MetadataError(
             f"dtype {json.dumps(value)} holds Python objects (variable-length data) "
@@ -64,7 +68,6 @@ _V3_CORE = {
 }
 _V3_SIZED = {"fixed_length_utf32": "<U", "null_terminated_bytes": "|S", "raw_bytes": "|V"}
 _V3_TIME = {"numpy.datetime64": "M8", "numpy.timedelta64": "m8"}
-_VARIABLE = {"string", "variable_length_bytes", "bytes", "vlen-utf8", "vlen-bytes"}
 
 
 def _raw_bits(name: str) -> np.dtype | None:
@@ -84,8 +87,8 @@ def parse_v3_dtype(value: Any) -> np.dtype:
         raw = _raw_bits(value)
         if raw is not None:
             return raw
-        if value in _VARIABLE:
-            raise MetadataError(f"data type {value!r} has variable-length elements and no raw form")
+        if value in V3_TYPES:
+            return OBJECT
         raise MetadataError(f"unsupported data type {value!r}")
     if isinstance(value, dict) and isinstance(value.get("name"), str):
         name, config = value["name"], value.get("configuration") or {}
@@ -111,8 +114,8 @@ def parse_v3_dtype(value: Any) -> np.dtype:
                 return np.dtype([(f[0], parse_v3_dtype(f[1])) for f in fields])
             except (TypeError, IndexError) as e:
                 raise MetadataError(f"bad structured data type fields {fields!r}") from e
-        if name in _VARIABLE:
-            raise MetadataError(f"data type {name!r} has variable-length elements and no raw form")
+        if name in V3_TYPES:
+            return OBJECT
         raise MetadataError(f"unsupported data type {name!r}")
     raise MetadataError(f"bad data type {value!r}")
 

@@ -56,8 +56,12 @@ class ArrayMeta:
     shards: tuple[int, ...] | None = None
     dimension_names: tuple[str | None, ...] | None = None
     format_label: str = ""  # ``user.zarr.format`` when not just ``zarr_format``
+    # Arrays of variable-length elements (``dtype`` object): "utf8" or "bytes"
+    strings: str | None = None
 
     def __post_init__(self) -> None:
+        if (self.dtype == object) != (self.strings is not None):
+            raise MetadataError(f"dtype {self.dtype} with no codec for its elements")
         if self.nbytes > MAX_FILE_BYTES:
             raise MetadataError(f"the array holds {self.nbytes} bytes, more than a file can")
 

@@ -8,6 +8,7 @@ from zarrmount.format.dtypes import parse_v2_dtype
 from zarrmount.format.fill import decode_v2_fill
 from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, MetadataError
+from zarrmount.format.strings import OBJECT, string_fill, v2_elements
 
 ZARRAY = ".zarray"
 ZGROUP = ".zgroup"
@@ -74,15 +75,17 @@ def parse_array(raw: bytes, attributes: dict[str, Any]) -> ArrayMeta:
         "filters": [_codec_config(f, "filter") for f in filters] if filters else None,
         "compressor": _codec_config(doc.get("compressor"), "compressor"),
     }
+    strings = v2_elements(codecs["filters"]) if dtype == OBJECT else None
     return ArrayMeta(
         zarr_format=2,
         shape=shape,
         chunks=chunks,
         dtype=dtype,
         order=order,
-        fill_value=decode_v2_fill(fill_json, dtype),
+        fill_value=string_fill(fill_json, strings) if strings else decode_v2_fill(fill_json, dtype),
         fill_json=fill_json,
         codecs=codecs,
         key_encoding=ChunkKeyEncoding(separator=separator),
         attributes=attributes,
+        strings=strings,
     )

@@ -8,6 +8,7 @@ from zarrmount.format.dtypes import parse_v3_dtype, with_byte_order
 from zarrmount.format.fill import decode_v3_fill
 from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, MetadataError
+from zarrmount.format.strings import V3_TYPES, string_fill
 
 ZARR_JSON = "zarr.json"
 _ARRAY_FIELDS = {
@@ -138,6 +139,12 @@ def sharding(codecs: list[dict[str, Any]], chunk_shape: tuple[int, ...]) -> tupl
     return inner
 
 
+def _strings(data_type: Any) -> str | None:
+    """What the elements of an array of variable-length ones are; None for other arrays."""
+    name = data_type.get("name") if isinstance(data_type, dict) else data_type
+    return V3_TYPES.get(name) if isinstance(name, str) else None
+
+
 def parse_array(path: str, doc: dict[str, Any]) -> ArrayMeta:
     """Describe the array a v3 ``zarr.json`` defines; raises MetadataError if we cannot."""
     check_extensions(doc, _ARRAY_FIELDS)
@@ -155,17 +162,20 @@ def parse_array(path: str, doc: dict[str, Any]) -> ArrayMeta:
     fill_json = doc.get("fill_value")
     inner = sharding(codecs, chunk_shape)
     names = doc.get("dimension_names")
+    strings = _strings(doc.get("data_type"))
+    fill = string_fill(fill_json, strings) if strings else decode_v3_fill(fill_json, dtype)
     return ArrayMeta(
         zarr_format=3,
         shape=shape,
         chunks=inner or chunk_shape,
         dtype=dtype,
         order="C",
-        fill_value=decode_v3_fill(fill_json, dtype),
+        fill_value=fill,
         fill_json=fill_json,
         codecs={"codecs": codecs},
         key_encoding=_key_encoding(doc.get("chunk_key_encoding")),
         attributes=doc.get("attributes", {}),
         shards=chunk_shape if inner else None,
         dimension_names=tuple(names) if isinstance(names, list) else None,
+        strings=strings,
     )

@@ -40,7 +40,7 @@ def open_hierarchy(store: Store) -> tuple[Dialect, Node, Pipeline | None]:
     try:
         dialect = _dialect(store)
         node, pipeline = dialect.root()
-        if isinstance(node, ArrayNode) and pipeline is None:
+        if isinstance(node, ArrayNode) and pipeline is None and node.meta.strings is None:
             pipeline = shared_pipeline(node.meta)  # listings keep none (see array_child)
     except (StoreError, MetadataError, CodecError) as e:
         raise SourceError(str(e)) from e

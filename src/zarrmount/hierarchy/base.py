@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
+from zarrmount.codecs.strings import StringChunks
 from zarrmount.format.model import (
     ArrayMeta,
     ArrayNode,
@@ -82,7 +83,8 @@ def share_parts(meta: ArrayMeta) -> ArrayMeta:
     descr = str(dtype.descr) if structured else ""
     put("dtype", _shared(("dtype", dtype.str, descr), dtype))
     fill = meta.fill_value
-    put("fill_value", _shared(("fill", dtype.str, descr, fill.tobytes()), fill))
+    if meta.strings is None:  # an object's bytes are its address: not a key
+        put("fill_value", _shared(("fill", dtype.str, descr, fill.tobytes()), fill))
     put("codecs", _shared(("codecs", repr(meta.codecs)), meta.codecs))
     put("key_encoding", _shared(("encoding", meta.key_encoding), meta.key_encoding))
     for name in ("shape", "chunks", "shards"):
@@ -100,7 +102,10 @@ def array_child(path: str, meta: ArrayMeta, data_prefix: str) -> tuple[Node, Pip
     parts of ``meta`` that describe the array rather than name it are shared likewise.
     """
     try:
-        shared_pipeline(share_parts(meta))
+        if meta.strings is None:
+            shared_pipeline(share_parts(meta))
+        else:
+            StringChunks(share_parts(meta), 0)
     except CodecError as e:
         return HiddenNode(path, "array", str(e)), None
     return ArrayNode(path, meta, data_prefix), None

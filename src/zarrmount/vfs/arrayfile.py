@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import stat
 
 import numpy as np
@@ -54,6 +55,14 @@ class ArrayFile(Node):
         handle = ArrayHandle(self, self._engine())
         self.opens += 1
         return handle
+
+    async def contents(self, offset: int, size: int) -> bytes:
+        """Bytes of the file, as a reader sees them (for the views made of it)."""
+        handle = self.open(os.O_RDONLY)
+        try:
+            return bytes(await handle.read(offset, size, None))
+        finally:
+            await handle.release()
 
     def closed(self) -> None:
         self.opens -= 1

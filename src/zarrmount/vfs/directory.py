@@ -16,7 +16,7 @@ from zarrmount.vfs.xattrs import group_xattrs
 class Directory(Node):
     """A group (or, with no group, the directory holding a root array)."""
 
-    __slots__ = ("group", "table", "entries", "lock")
+    __slots__ = ("group", "table", "entries", "lock", "held")
     is_dir = True
     nlink = 2
 
@@ -26,6 +26,7 @@ class Directory(Node):
         self.table = table
         self.entries: dict[str, int] | None = None  # once listed
         self.lock: trio.Lock | None = None  # while being listed
+        self.held: list[Child] | None = None  # the children of a directory with no group
         if group is not None:
             table.noticed(group.path, group.attributes)
 
@@ -39,14 +40,14 @@ class Directory(Node):
             self.lock = trio.Lock()
         async with self.lock:
             if self.entries is None:
-                found = await self.table.tree.children(self.group)
-                self.entries = self.table.adopt(self, found)
+                found = self.held or await self.table.tree.children(self.group)
+                self.entries = await self.table.adopt(self, found)
                 self.lock = None  # listed for good: nobody waits on it again
             return self.entries
 
     def hold(self, child: Child) -> None:
         """Hold ``child`` without listing a group (the root array's directory)."""
-        self.entries = self.table.adopt(self, [child])
+        self.held = [child]
 
     def xattrs(self) -> dict[str, bytes]:
         group = self.group

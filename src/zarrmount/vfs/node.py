@@ -85,7 +85,7 @@ class Context(Protocol):
     read_only: bool
     mtime_ns: int  # of the mount
 
-    def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
+    async def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
         """The entries (name -> inode) of ``parent`` holding ``children`` (and sidecars)."""
 
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:

@@ -7,9 +7,9 @@ import logging
 import time
 from collections import OrderedDict
 
-from zarrmount.array import Arrays
-from zarrmount.errors import enoent
-from zarrmount.format.model import GroupNode, HiddenNode
+from zarrmount.array import Arrays, TooLong
+from zarrmount.errors import FsError, enoent
+from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
@@ -17,21 +17,35 @@ from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Node
 from zarrmount.vfs.sidecarfile import SidecarFile
 from zarrmount.vfs.sidecars import Sidecar, header_size
+from zarrmount.vfs.textfile import TextFile
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
 
 ROOT_INODE = 1
+
+
+async def _no_file(offset: int, size: int) -> bytes:
+    raise AssertionError("arrays of variable-length strings have no file")
+
+
 # Read-only array files whose engine is kept after their last close, most recent first: a
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
 
 
 class InodeTable:
-    def __init__(self, tree: Tree, arrays: Arrays, sidecars: tuple[Sidecar, ...] = ()) -> None:
+    def __init__(
+        self,
+        tree: Tree,
+        arrays: Arrays,
+        sidecars: tuple[Sidecar, ...] = (),
+        text: bool = True,
+    ) -> None:
         self.tree = tree
         self.arrays = arrays
         self.sidecars = sidecars  # shown beside each array file that has them
+        self.text = text  # arrays of strings shown as NAME.txt
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
         self.total_bytes = 0  # of every array file (statfs)
@@ -54,23 +68,32 @@ class InodeTable:
     def next_ino(self) -> int:
         return len(self._nodes) + 1
 
-    def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
+    async def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
         """The entries (name -> inode) of ``parent`` holding ``children``: their nodes, and
         the sidecars of the array files among them, which never shadow a real node."""
         entries: dict[str, int] = {}
         files: list[tuple[str, ArrayFile]] = []
+        texts: list[tuple[str, ArrayNode, ArrayFile | None]] = []
         for child in children:
             model = child.node
             if isinstance(model, HiddenNode):
                 log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
-                continue
-            kind = Directory if isinstance(model, GroupNode) else ArrayFile
-            node = self.add(kind(self.next_ino(), parent.ino, model, self))
-            entries[child.name] = node.ino
-            if isinstance(node, ArrayFile):
-                files.append((child.name, node))
+            elif isinstance(model, GroupNode):
+                entries[child.name] = self.add(
+                    Directory(self.next_ino(), parent.ino, model, self)
+                ).ino
+            elif model.meta.strings is not None:  # no raw form: its text alone
+                texts.append((child.name, model, None))
+            else:
+                file = self.add(ArrayFile(self.next_ino(), parent.ino, model, self))
+                entries[child.name] = file.ino
+                files.append((child.name, file))
+                if model.meta.dtype.kind in "US":
+                    texts.append((child.name, model, file))
         for name, file in files:
             self._add_sidecars(parent, name, file, entries)
+        for name, array, file in texts:
+            await self._add_text(parent, name, array, file, entries)
         return entries
 
     def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, entries: dict) -> None:
@@ -85,6 +108,27 @@ class InodeTable:
                 continue
             node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self)
             entries[name + sidecar.suffix] = self.add(node).ino
+
+    async def _add_text(
+        self, parent: Node, name: str, array: ArrayNode, file: ArrayFile | None, entries: dict
+    ) -> None:
+        """``name.txt`` where the mount shows text and the array's fits in ``text_max``."""
+        if not self.text:
+            if file is None:
+                log.warning("not shown: array %r: strings (-o sidecars=...+text)", array.path)
+            return
+        if name + ".txt" in entries:
+            log.warning("%s: no text sidecar: a node of that name exists", name)
+            return
+        text = self.arrays.text(array, file.contents if file else _no_file)
+        try:
+            size = await text.measure()
+        except (TooLong, FsError) as e:
+            log.warning("not shown: %s.txt: %s", array.path or name, e)
+            return
+        if file is None:
+            self.noticed(array.path, array.meta.attributes, size)
+        entries[name + ".txt"] = self.add(TextFile(self.next_ino(), parent.ino, text)).ino
 
     def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
         """A node was added: count its bytes, warn of malformed conventions once."""

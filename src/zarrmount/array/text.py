@@ -1,0 +1,152 @@
+"""The text of an array of strings: one element per line in C order, UTF-8, newline,
+carriage return and backslash escaped (``\\n``, ``\\r``, ``\\\\``), bytes that are not
+UTF-8 as ``\\xHH``. It is read in *slabs* (runs of whole rows along the first axis), each
+rendered when read: measuring the text renders every slab once, and a file being read
+keeps only the slab it read last."""
+
+from __future__ import annotations
+
+import errno
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Awaitable, Callable
+from itertools import product
+
+import numpy as np
+
+from zarrmount.array.failures import failed
+from zarrmount.array.shared import Shared
+from zarrmount.codecs import ChunkDecodeError
+from zarrmount.codecs.strings import StringChunks
+from zarrmount.errors import FsError
+from zarrmount.format.model import ArrayMeta, ArrayNode
+from zarrmount.store import StoreError
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r"})
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8 (surrogateescape)
+
+
+def _line(element: object) -> str:
+    if isinstance(element, bytes):
+        text = element.decode("utf-8", "surrogateescape").translate(_ESCAPES)
+        return _UNDECODED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}", text)
+    return str(element).translate(_ESCAPES)
+
+
+def render(elements: np.ndarray) -> bytes:
+    """The lines of ``elements`` (str, bytes, or NumPy ``U``/``S`` items) in C order."""
+    lines = [_line(e) for e in elements.ravel().tolist()]
+    return "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
+
+
+class TooLong(Exception):
+    """The text is longer than the mount shows (``-o text_max``)."""
+
+
+# The elements of slab i (its rows along the first axis), in C order
+SlabElements = Callable[[int], Awaitable[np.ndarray]]
+
+
+class TextArray:
+    """The text of one array, read by offset once measured."""
+
+    def __init__(self, slabs: int, elements: SlabElements, limit: int) -> None:
+        self.slabs = slabs
+        self.elements = elements
+        self.limit = limit
+        self.starts: list[int] | None = None  # of each slab's text, then the end
+        self._last: tuple[int, bytes] | None = None  # the slab read last, rendered
+
+    @property
+    def size(self) -> int:
+        return self.starts[-1] if self.starts else 0
+
+    async def measure(self) -> int:
+        """Render every slab once for the text's size; raises TooLong past the limit."""
+        starts = [0]
+        for i in range(self.slabs):
+            starts.append(starts[-1] + len(await self._slab(i, keep=False)))
+            if starts[-1] > self.limit:
+                raise TooLong(f"its text is longer than text_max ({self.limit} bytes)")
+        self.starts = starts
+        return starts[-1]
+
+    async def _slab(self, i: int, keep: bool = True) -> bytes:
+        if self._last is not None and self._last[0] == i:
+            return self._last[1]
+        text = render(await self.elements(i))
+        if keep:
+            self._last = (i, text)
+        return text
+
+    async def read(self, offset: int, size: int) -> bytes:
+        starts = self.starts or [0]
+        out = []
+        stop = min(offset + size, starts[-1])
+        while offset < stop:
+            i = bisect_right(starts, offset) - 1
+            text = await self._slab(i)
+            if len(text) != starts[i + 1] - starts[i]:
+                raise FsError(errno.ESTALE, "the array's strings changed since it was listed")
+            part = text[offset - starts[i] : stop - starts[i]]
+            out.append(part)
+            offset += len(part)
+        return b"".join(out)
+
+    def let_go(self) -> None:
+        """No handle is open: keep no rendered slab."""
+        self._last = None
+
+
+def chunk_rows(node: ArrayNode, shared: Shared, limit: int) -> TextArray:
+    """The text of an array of variable-length strings, a row of chunks per slab."""
+    meta = node.meta
+    chunks = StringChunks(meta, limit)
+    grid = [math.ceil(s / c) for s, c in zip(meta.shape, meta.chunks, strict=True)]
+
+    async def chunk(coords: tuple[int, ...]) -> np.ndarray:
+        key = node.data_prefix + meta.key_encoding.key(coords)
+        try:
+            raw = await shared.store.get(key)
+            if raw is None:
+                return np.full(meta.chunks, meta.fill_value, dtype=object)
+            return await shared.decoders.run(chunks.decode, raw)
+        except (StoreError, ChunkDecodeError) as e:
+            raise failed(key, e) from e
+
+    async def elements(i: int) -> np.ndarray:
+        if not meta.shape:
+            return await chunk(())
+        rows = min(meta.chunks[0], meta.shape[0] - i * meta.chunks[0])
+        slab = np.empty((rows, *meta.shape[1:]), dtype=object)
+        for rest in product(*(range(n) for n in grid[1:])):
+            part = await chunk((i, *rest))
+            at = tuple(
+                slice(c * n, (c + 1) * n) for c, n in zip(rest, meta.chunks[1:], strict=True)
+            )
+            target = slab[(slice(None), *at)]
+            target[...] = part[tuple(slice(0, n) for n in target.shape)]
+        return slab
+
+    return TextArray(grid[0] if meta.shape else 1, elements, limit)
+
+
+def file_rows(
+    meta: ArrayMeta,
+    dtype: np.dtype,
+    read: Callable[[int, int], Awaitable[bytes]],
+    limit: int,
+) -> TextArray:
+    """The text of an array of fixed-size strings (``U``, ``S``) from its file's bytes
+    (``dtype``: as the file shows them)."""
+    rows = meta.chunks[0] if meta.shape else 1
+    row_bytes = meta.nbytes // meta.shape[0] if meta.shape and meta.shape[0] else meta.nbytes
+
+    async def elements(i: int) -> np.ndarray:
+        start = i * rows * row_bytes
+        data = await read(start, min(rows * row_bytes, meta.nbytes - start))
+        return np.frombuffer(data, dtype=dtype)
+
+    slabs = math.ceil(meta.shape[0] / rows) if meta.shape else 1
+    return TextArray(slabs, elements, limit)

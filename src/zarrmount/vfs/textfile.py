@@ -1,0 +1,46 @@
+"""``NAME.txt``: the text of an array of strings, one element per line (``array/text.py``).
+Its size is measured when its directory is listed (the text is rendered once); reads
+render the slabs they touch again. Read-only."""
+
+from __future__ import annotations
+
+import stat
+
+import numpy as np
+
+from zarrmount.array import TextArray
+from zarrmount.vfs.node import Handle, Node
+
+
+class TextFile(Node):
+    __slots__ = ("text", "opens")
+
+    def __init__(self, ino: int, parent: int, text: TextArray) -> None:
+        super().__init__(ino, parent)
+        self.text = text
+        self.opens = 0
+
+    def mode(self, read_only: bool) -> int:
+        return stat.S_IFREG | 0o444
+
+    def size(self) -> int:
+        return self.text.size
+
+    def open(self, flags: int) -> Handle:
+        self.opens += 1
+        return TextHandle(self)
+
+
+class TextHandle(Handle):
+    __slots__ = ("file",)
+
+    def __init__(self, file: TextFile) -> None:
+        self.file = file
+
+    async def read(self, offset: int, size: int, reply: np.ndarray | None) -> bytes:
+        return await self.file.text.read(offset, size)
+
+    async def release(self) -> None:
+        self.file.opens -= 1
+        if not self.file.opens:
+            self.file.text.let_go()

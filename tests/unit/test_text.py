@@ -1,0 +1,130 @@
+"""Arrays of strings without FUSE: their metadata, their chunks decoded by our string
+decoder equal to numcodecs' own encoding, hostile chunks refused, and the escaping rules
+(every line of a random element list, unescaped, is the element)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zlib
+
+import numcodecs
+import numpy as np
+import pytest
+import trio
+from helpers.text_lines import unescape
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrmount.array.text import TextArray, TooLong, render
+from zarrmount.codecs import ChunkDecodeError, CodecError
+from zarrmount.codecs.strings import StringChunks
+from zarrmount.format import v2, v3
+from zarrmount.format.model import MetadataError
+
+
+def zarray(**fields) -> bytes:
+    doc = {
+        "zarr_format": 2,
+        "shape": [6],
+        "chunks": [4],
+        "dtype": "|O",
+        "fill_value": "",
+        "order": "C",
+        "filters": [{"id": "vlen-utf8"}],
+        "compressor": {"id": "zlib", "level": 1},
+    }
+    return json.dumps(doc | fields).encode()
+
+
+def test_v2_object_arrays_need_a_vlen_object_codec():
+    assert v2.parse_array(zarray(), {}).strings == "utf8"
+    assert v2.parse_array(zarray(filters=[{"id": "vlen-bytes"}]), {}).strings == "bytes"
+    for filters in (None, [{"id": "json2"}], [{"id": "pickle"}]):
+        with pytest.raises(MetadataError, match="object codec"):
+            v2.parse_array(zarray(filters=filters), {})
+
+
+def test_v3_string_types_and_their_fill_values():
+    doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [3],
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"},
+        "codecs": [{"name": "vlen-bytes"}],
+        "data_type": "variable_length_bytes",
+        "fill_value": "AP8=",  # base64 of 00 ff
+    }
+    meta = v3.parse_array("a", doc)
+    assert meta.strings == "bytes" and meta.fill_value[()] == b"\x00\xff"
+    meta = v3.parse_array("a", doc | {"data_type": "string", "fill_value": "n/a"})
+    assert meta.strings == "utf8" and meta.fill_value[()] == "n/a"
+
+
+def chunks_for(**fields) -> StringChunks:
+    return StringChunks(v2.parse_array(zarray(**fields), {}), limit=1 << 20)
+
+
+def test_chunks_decode_to_what_numcodecs_encoded():
+    items = np.array(["a", "b\nc", "", "漢"], dtype=object)
+    raw = zlib.compress(numcodecs.VLenUTF8().encode(items))
+    assert list(chunks_for().decode(raw)) == list(items)
+
+
+NOT_UTF8 = numcodecs.VLenBytes().encode(np.array([b"\xff"] * 4, dtype=object))
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (zlib.compress(numcodecs.VLenUTF8().encode(np.array(["a"] * 3, dtype=object))), "4 el"),
+        (zlib.compress((2**31).to_bytes(4, "little") + b"\0" * 64), "4 el"),  # a count bomb
+        (zlib.compress(b"\0" * (2 << 20)), "at most"),  # inflates past the limit
+        (b"not zlib", "cannot decode"),
+        (zlib.compress((4).to_bytes(4, "little") + (9).to_bytes(4, "little") + b"ab"), "decode"),
+        (
+            zlib.compress(numcodecs.VLenBytes().encode(np.array([b"\xff"] * 4, dtype=object))),
+            "decode",
+        ),
+    ],
+)
+def test_hostile_chunks_are_refused(raw, reason):
+    with pytest.raises(ChunkDecodeError, match=reason):
+        chunks_for().decode(raw)
+
+
+def test_sharded_arrays_of_strings_are_refused():
+    meta = dataclasses.replace(v2.parse_array(zarray(), {}), shards=(8,))
+    with pytest.raises(CodecError, match="sharded"):
+        StringChunks(meta, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(), st.binary()), max_size=20))
+def test_every_line_unescaped_is_its_element(items):
+    elements = np.empty(len(items), dtype=object)
+    elements[:] = items
+    text = render(elements)
+    lines = text.split(b"\n")
+    assert lines[-1] == b"" and len(lines) == len(items) + 1
+    for line, item in zip(lines, items, strict=False):
+        expected = item if isinstance(item, bytes) else item.encode("utf-8", "surrogatepass")
+        assert unescape(line) == expected
+
+
+def test_text_reads_by_offset_and_refuses_past_its_limit():
+    slabs = [np.array(["ab", "c"], dtype=object), np.array(["", "defg"], dtype=object)]
+
+    async def elements(i: int) -> np.ndarray:
+        return slabs[i]
+
+    async def main() -> None:
+        text = TextArray(2, elements, limit=100)
+        assert await text.measure() == 11
+        assert await text.read(0, 100) == b"ab\nc\n\ndefg\n"
+        assert await text.read(4, 3) == b"\n\nd"
+        with pytest.raises(TooLong):
+            await TextArray(2, elements, limit=10).measure()
+
+    trio.run(main)
