@@ -205,3 +205,14 @@ def test_hostile_string_chunks_hide_their_text_alone_within_a_memory_limit(store
 def zstd_chunk(data: bytes) -> bytes:
     """``data`` coded as zarr-python coded the chunks of the v2 store (zstd)."""
     return numcodecs.Zstd(level=1).encode(data)
+
+
+def test_more_elements_than_text_max_are_refused_before_anything_is_read(tmp_path, mount_factory):
+    root = str(tmp_path / "huge.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    group.create_array("fixed", shape=(10**9,), chunks=(10**6,), dtype="|S1")[:3] = b"abc"
+    group.create_array("names", shape=(10**9,), chunks=(10**6,), dtype=str)[:3] = ["a", "b", "c"]
+    mount = mount_factory(root, ["sidecars=text"], tag="text-huge")
+    assert set(os.listdir(mount.p())) == {"fixed"}
+    assert mount.read_log().count("elements are more than text_max") == 2
+    assert mount.stats()["store_get_bytes"] == 0

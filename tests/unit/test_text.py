@@ -115,16 +115,25 @@ def test_every_line_unescaped_is_its_element(items):
 
 def test_text_reads_by_offset_and_refuses_past_its_limit():
     slabs = [np.array(["ab", "c"], dtype=object), np.array(["", "defg"], dtype=object)]
+    asked = []
 
     async def elements(i: int) -> np.ndarray:
+        asked.append(i)
         return slabs[i]
 
     async def main() -> None:
-        text = TextArray(2, elements, limit=100)
+        text = TextArray(2, elements, limit=100, count=4, decoded=2)
         assert await text.measure() == 11
         assert await text.read(0, 100) == b"ab\nc\n\ndefg\n"
         assert await text.read(4, 3) == b"\n\nd"
         with pytest.raises(TooLong):
-            await TextArray(2, elements, limit=10).measure()
+            await TextArray(2, elements, limit=10, count=4, decoded=2).measure()
+        asked.clear()
+        # more elements than bytes allowed, or a slab decoding more: refused unread
+        for count, decoded in ((11, 2), (4, 11)):
+            with pytest.raises(TooLong):
+                await TextArray(2, elements, limit=10, count=count, decoded=decoded).measure()
+        assert asked == []
+        assert await TextArray(10**12, elements, limit=10, count=0, decoded=0).measure() == 0
 
     trio.run(main)

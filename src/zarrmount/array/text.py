@@ -48,13 +48,23 @@ class TooLong(Exception):
 SlabElements = Callable[[int], Awaitable[np.ndarray]]
 
 
-class TextArray:
-    """The text of one array, read by offset once measured."""
+# Rows of an array of fixed-size strings rendered at once: at most this many elements
+# (Python objects of some 50 bytes each while rendered).
+SLAB_ELEMENTS = 1 << 16
 
-    def __init__(self, slabs: int, elements: SlabElements, limit: int) -> None:
-        self.slabs = slabs
+
+class TextArray:
+    """The text of one array, read by offset once measured. ``decoded``: the most elements
+    one slab decodes (a row of chunks may hold more than the array's rows)."""
+
+    def __init__(
+        self, slabs: int, elements: SlabElements, limit: int, count: int, decoded: int
+    ) -> None:
+        self.slabs = slabs if count else 0  # (10**12, 0): no slab to render
         self.elements = elements
         self.limit = limit
+        self.count = count  # elements, each a line of at least one byte
+        self.decoded = decoded
         self.starts: list[int] | None = None  # of each slab's text, then the end
         self._last: tuple[int, bytes] | None = None  # the slab read last, rendered
 
@@ -63,7 +73,10 @@ class TextArray:
         return self.starts[-1] if self.starts else 0
 
     async def measure(self) -> int:
-        """Render every slab once for the text's size; raises TooLong past the limit."""
+        """Render every slab once for the text's size; raises TooLong past the limit (at
+        once when there are more elements, or a slab decodes more, than the limit's bytes)."""
+        if max(self.count, self.decoded) > self.limit:
+            raise TooLong(f"its {self.count} elements are more than text_max ({self.limit})")
         starts = [0]
         for i in range(self.slabs):
             starts.append(starts[-1] + len(await self._slab(i, keep=False)))
@@ -129,7 +142,12 @@ def chunk_rows(node: ArrayNode, shared: Shared, limit: int) -> TextArray:
             target[...] = part[tuple(slice(0, n) for n in target.shape)]
         return slab
 
-    return TextArray(grid[0] if meta.shape else 1, elements, limit)
+    # a slab decodes a row of whole chunks
+    decoded = math.prod(meta.chunks[:1]) * math.prod(
+        c * n for c, n in zip(meta.chunks[1:], grid[1:], strict=True)
+    )
+    slabs = grid[0] if meta.shape else 1
+    return TextArray(slabs, elements, limit, math.prod(meta.shape), decoded)
 
 
 def file_rows(
@@ -140,8 +158,9 @@ def file_rows(
 ) -> TextArray:
     """The text of an array of fixed-size strings (``U``, ``S``) from its file's bytes
     (``dtype``: as the file shows them)."""
-    rows = meta.chunks[0] if meta.shape else 1
-    row_bytes = meta.nbytes // meta.shape[0] if meta.shape and meta.shape[0] else meta.nbytes
+    row = math.prod(meta.shape[1:])  # elements
+    rows = max(1, SLAB_ELEMENTS // row) if meta.shape and row else 1
+    row_bytes = row * dtype.itemsize
 
     async def elements(i: int) -> np.ndarray:
         start = i * rows * row_bytes
@@ -149,4 +168,5 @@ def file_rows(
         return np.frombuffer(data, dtype=dtype)
 
     slabs = math.ceil(meta.shape[0] / rows) if meta.shape else 1
-    return TextArray(slabs, elements, limit)
+    count = math.prod(meta.shape)
+    return TextArray(slabs, elements, limit, count, min(count, rows * row))
