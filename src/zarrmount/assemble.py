@@ -38,7 +38,7 @@ class Mount(Shared):
         return (
             {"uptime_s": int(time.monotonic() - self.started)}
             | self.store.stats.as_dict("store_")
-            | {"store_lists": self.store.list_calls}
+            | {"store_lists": self.store.list_calls, "store_retries": self.store.retries}
             | cache.stats.as_dict("cache_")
             | {
                 "cache_dirty_bytes": cache.dirty_bytes,
@@ -46,7 +46,17 @@ class Mount(Shared):
                 "cache_used_bytes": cache.used,
                 "cache_capacity_bytes": cache.capacity,
                 "cache_entries": len(cache),
+                "decode_ms": self.decoders.decode_ns // 1_000_000,
             }
+        )
+
+    def status(self) -> str:
+        """One line for systemd's ``STATUS=``: what the mount holds and how it fares."""
+        cache, mib = self.cache, 1 << 20
+        return (
+            f"{self.fs.table.arrays_seen} arrays listed; cache {cache.used // mib} of "
+            f"{cache.capacity // mib} MiB, {cache.dirty_bytes // mib} MiB dirty; "
+            f"{self.store.stats.errors} store errors"
         )
 
     async def warm_up(self) -> None:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
-import logging.handlers
 import os
 import socket
 import subprocess
 import sys
 import time
 
-from zarrmount import hierarchy
-from zarrmount.fuse import records
+from zarrmount import __version__, config, hierarchy, logs
+from zarrmount.fuse import records, stale
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL
 from zarrmount.options import MountOptions, OptionError, options_help
 from zarrmount.store import StoreError, open_store, public_url
@@ -21,10 +21,14 @@ from zarrmount.store import StoreError, open_store, public_url
 log = logging.getLogger(__name__)
 
 USAGE = """\
-zarrmount SOURCE MOUNTPOINT [-o OPT[,OPT...]] [-f] [-d]
-       zarrmount -u MOUNTPOINT
-       zarrmount --inspect SOURCE [--json]"""
-UNMOUNT_TIMEOUT_S = 120.0
+zarrmount SOURCE MOUNTPOINT [-o OPT[,OPT...]] [--storage-options JSON] [-f] [-d]
+       zarrmount --config FILE [-o OPT[,OPT...]] [-f] [-d]
+       zarrmount -u MOUNTPOINT | -u --config FILE
+       zarrmount --cleanup MOUNTPOINT | --cleanup --config FILE
+       zarrmount --inspect SOURCE [--json]
+       zarrmount --stats MOUNTPOINT [--json]
+       zarrmount --version"""
+UNMOUNT_TIMEOUT_S = 300.0  # as long as the unit waits: a final flush to a remote store
 
 
 class CommandError(Exception):
@@ -52,34 +56,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-d", dest="debug", action="store_true", help="log debug detail")
     p.add_argument("-u", dest="unmount", action="store_true", help="flush and unmount")
     p.add_argument("--inspect", action="store_true", help="print the tree of SOURCE")
-    p.add_argument("--json", action="store_true", help="with --inspect: print JSON")
+    p.add_argument("--stats", action="store_true", help="print a mount's statistics")
+    p.add_argument("--json", action="store_true", help="with --inspect or --stats: print JSON")
+    p.add_argument("--version", action="version", version=f"zarrmount {__version__}")
+    p.add_argument("--config", metavar="FILE", help="the mount described in a TOML file")
+    p.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="fsspec options as a JSON object (nested values; credentials: use --config)",
+    )
+    p.add_argument(
+        "--cleanup", action="store_true", help="clear a dead mount left by a killed daemon"
+    )
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     p.add_argument("--options-fd", type=int, help=argparse.SUPPRESS)
     return p
 
 
-def _setup_logging(options: MountOptions, debug: bool, foreground: bool) -> None:
-    handler: logging.Handler
-    if options.log_file:
-        handler = logging.FileHandler(options.log_file)
-    elif foreground:
-        handler = logging.StreamHandler(sys.stderr)
-    elif os.path.exists("/dev/log"):
-        handler = logging.handlers.SysLogHandler("/dev/log")
-    else:
-        handler = logging.NullHandler()
-    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    if isinstance(handler, logging.handlers.SysLogHandler):
-        fmt = "zarrmount[%(process)d]: %(levelname)s %(name)s: %(message)s"
-    handler.setFormatter(logging.Formatter(fmt))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
-    if not debug:
-        logging.getLogger("pyfuse3").setLevel(logging.WARNING)
-
-
 def _check_mountpoint(mountpoint: str) -> None:
+    if stale.dead(mountpoint):  # left by a killed daemon: the next start mounts anew
+        _cleanup(mountpoint)
     if not os.path.isdir(mountpoint):
         raise CommandError(f"mountpoint {mountpoint} is not a directory")
     if os.path.ismount(mountpoint):
@@ -103,15 +99,18 @@ def _open(source: str, options: MountOptions):
         raise CommandError(f"cannot open {public_url(source)}: {e}") from None
 
 
-def _options(args: argparse.Namespace) -> MountOptions:
+def _options(args: argparse.Namespace, found: config.MountConfig | None) -> MountOptions:
+    """The config file's options, then ``-o`` and ``--storage-options`` over them."""
     if args.options_fd is not None:  # from _spawn: never on a command line (credentials)
         with os.fdopen(args.options_fd, "rb") as pipe:
             return MountOptions.from_json(pipe.read().decode())
-    options = MountOptions()
+    options = found.options if found else MountOptions()
     try:
         for text in args.options:
             options.apply(text)
-    except OptionError as e:
+        if args.storage_options:
+            options.storage_options.update(config.storage_options(args.storage_options))
+    except (OptionError, config.ConfigError) as e:
         raise CommandError(str(e)) from None
     if not options.read_only and not options.writable and _run_by_mount():
         # mount(8) passes "rw" unless told "ro": only "writable" means what it says there
@@ -149,7 +148,15 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     from zarrmount.fuse import session
     from zarrmount.fuse.notify import ReadyPipe
 
-    _setup_logging(options, args.debug, args.foreground)
+    where = logs.setup(options, args.debug, args.foreground, mountpoint)
+    log.info(
+        "zarrmount %s: mounting %s at %s (log: %s; options: %s)",
+        __version__,
+        public_url(source),
+        mountpoint,
+        where,
+        options.summary(),
+    )
     ready = ReadyPipe(args.ready_fd)
     try:
         _check_mountpoint(mountpoint)
@@ -221,6 +228,9 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     with os.fdopen(read_fd, "rb") as pipe:
         line = pipe.readline().decode(errors="replace").strip()
     if line == "ok":
+        if logs.needs_fallback(options):
+            where = logs.fallback_path(mountpoint)
+            print(f"zarrmount: no syslog here: the daemon logs to {where}", file=sys.stderr)
         return 0
     if line.startswith("error: "):
         raise CommandError(line[len("error: ") :])
@@ -228,11 +238,24 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     raise CommandError(f"the mount daemon exited with status {status} before the mount was live")
 
 
+def _cleanup(mountpoint: str) -> int:
+    """Clear a dead zarrmount mount of ours at ``mountpoint``; nothing else is touched."""
+    if not stale.dead(mountpoint):
+        return 0
+    try:
+        stale.clear(mountpoint)
+    except OSError as e:
+        raise CommandError(f"cannot clear the dead mount at {mountpoint}: {e}") from None
+    return 0
+
+
 def _unmount(mountpoint: str) -> int:
     """Ask the daemon to flush and unmount, then wait until it has exited. Only a daemon
     our own record names is signalled (the mount itself is never asked); any other mount
     is left to fusermount3, which checks who may unmount it."""
     mountpoint = os.path.abspath(mountpoint)
+    if stale.dead(mountpoint):
+        return _cleanup(mountpoint)
     if records.mount_id(mountpoint) is None:
         raise CommandError(f"{mountpoint} is not mounted")
     pid = records.find_daemon(mountpoint)
@@ -273,21 +296,56 @@ def _inspect(source: str, options: MountOptions, as_json: bool) -> int:
     return 0
 
 
+def _stats(mountpoint: str, as_json: bool) -> int:
+    from zarrmount.statistics import NotOurs, format_stats, read_stats
+
+    try:
+        stats = read_stats(mountpoint)
+    except (NotOurs, OSError, ValueError) as e:
+        raise CommandError(str(e)) from None
+    print(json.dumps(stats, indent=2) if as_json else format_stats(stats))
+    return 0
+
+
+def _config(args: argparse.Namespace) -> config.MountConfig | None:
+    if args.config is None:
+        return None
+    try:
+        return config.load(args.config)
+    except config.ConfigError as e:
+        raise CommandError(str(e)) from None
+
+
+def _mountpoint(args: argparse.Namespace, found: config.MountConfig | None, what: str) -> str:
+    """The one MOUNTPOINT of ``-u``, ``--stats`` and ``--cleanup``, or the config's."""
+    if found is not None and not args.args:
+        return found.mountpoint
+    if found is not None or len(args.args) != 1:
+        raise CommandError(f"{what} takes one MOUNTPOINT, or --config FILE")
+    return os.path.abspath(args.args[0])
+
+
 def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    found = _config(args)
     if args.inspect:
         if len(args.args) != 1:
             raise CommandError("--inspect takes one SOURCE")
-        return _inspect(args.args[0], _options(args), args.json)
+        return _inspect(args.args[0], _options(args, found), args.json)
+    if args.stats:
+        return _stats(_mountpoint(args, found, "--stats"), args.json)
     if args.unmount:
-        if len(args.args) != 1:
-            raise CommandError("-u takes one MOUNTPOINT")
-        return _unmount(args.args[0])
-    if len(args.args) != 2:
-        raise CommandError(f"expected SOURCE MOUNTPOINT; usage: {USAGE}")
-    source, mountpoint = args.args
+        return _unmount(_mountpoint(args, found, "-u"))
+    if args.cleanup:
+        return _cleanup(_mountpoint(args, found, "--cleanup"))
+    if found is not None and not args.args:
+        source, mountpoint = found.source, found.mountpoint
+    elif len(args.args) == 2 and found is None:
+        source, mountpoint = args.args
+    else:
+        raise CommandError(f"expected SOURCE MOUNTPOINT, or --config FILE; usage: {USAGE}")
     mountpoint = os.path.abspath(mountpoint)
-    options = _options(args)
+    options = _options(args, found)
     if args.foreground or args.ready_fd is not None:
         return _serve(source, mountpoint, options, args)
     return _spawn(source, mountpoint, options, args)

@@ -58,6 +58,7 @@ def parse_size(text: str) -> int:
 SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "text")
 DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @dataclass
@@ -68,7 +69,10 @@ class MountOptions:
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
     umask: int = 0o022
+    file_mode: int | None = None  # permission bits of files (write bits where writable)
+    dir_mode: int | None = None  # permission bits of directories
     log_file: str | None = None
+    log_level: str = "info"
     # fsspec storage options (``so.KEY=VALUE``; values are JSON where they parse as JSON).
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
@@ -95,6 +99,23 @@ class MountOptions:
                     continue
                 raise OptionError(f"unknown option {name!r}")
             option.apply(self, name, value if sep else None)
+
+    def summary(self) -> str:
+        """The options that differ from the defaults, for the log: storage options by
+        name only (their values may be credentials)."""
+        default = MountOptions()
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == getattr(default, f.name):
+                continue
+            if f.name == "storage_options":
+                parts += [f"so.{key}=(hidden)" for key in sorted(value)]
+            elif f.name in ("umask", "file_mode", "dir_mode") and value is not None:
+                parts.append(f"{f.name}={value:03o}")
+            else:
+                parts.append(f"{f.name}={value}")
+        return ", ".join(parts) or "defaults"
 
     def to_json(self) -> str:
         """The options for the daemon process (values may hold commas: no ``-o`` text)."""
@@ -177,10 +198,17 @@ def _sidecars(o: MountOptions, name: str, text: str) -> None:
     o.sidecars = list(dict.fromkeys(kinds))
 
 
-def _byteorder(o: MountOptions, name: str, text: str) -> None:
-    if text not in BYTE_ORDERS:
-        raise OptionError(f"option {name!r}: {text!r} is not one of {', '.join(BYTE_ORDERS)}")
-    o.byteorder = text
+def _choice(attr: str, choices: tuple[str, ...]) -> Setter:
+    def setter(o: MountOptions, name: str, text: str) -> None:
+        if text not in choices:
+            raise OptionError(f"option {name!r}: {text!r} is not one of {', '.join(choices)}")
+        setattr(o, attr, text)
+
+    return setter
+
+
+def _octal(attr: str) -> Setter:
+    return lambda o, _name, text: setattr(o, attr, int(text, 8) & 0o777)
 
 
 def _storage_option(o: MountOptions, name: str, text: str) -> None:
@@ -260,20 +288,32 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "byteorder=ORDER",
         "byte order of array files and views: stored (the default), little, big, native",
-        _byteorder,
+        _choice("byteorder", BYTE_ORDERS),
     ),
     Option("allow_other", "let other users use the mount", _flag("allow_other"), False),
     Option("uid=N", "owner of every file and directory", _number("uid", int, 0)),
     Option("gid=N", "group of every file and directory", _number("gid", int, 0)),
+    Option("umask=OCT", "permission bits to clear (default 022)", _octal("umask")),
     Option(
-        "umask=OCT",
-        "permission bits to clear (default 022)",
-        lambda o, _n, v: setattr(o, "umask", int(v, 8) & 0o777),
+        "file_mode=OCT",
+        "permission bits of files, before umask (default 644; files that cannot be written "
+        "lose the write bits)",
+        _octal("file_mode"),
+    ),
+    Option(
+        "dir_mode=OCT",
+        "permission bits of directories, before umask (default 555)",
+        _octal("dir_mode"),
     ),
     Option(
         "log=PATH",
-        "append the daemon's log to PATH",
+        "append the daemon's log to PATH (reopened when logrotate moves it)",
         lambda o, _n, v: setattr(o, "log_file", os.path.abspath(v)),
+    ),
+    Option(
+        "log_level=LEVEL",
+        "debug, info (the default), warning or error",
+        _choice("log_level", LOG_LEVELS),
     ),
 )
 

@@ -264,11 +264,13 @@ def mounted(
     timeout: float = MOUNT_TIMEOUT,
     wrapper: Sequence[str] = (),
     sidecars: str | None = "none",
+    env: dict[str, str] | None = None,
 ) -> Iterator[Mount]:
     """Run ``zarrmount SOURCE MNT -f [-d] [-o ...]`` until the mount is live; always tear down.
     ``wrapper`` prefixes the command (``prlimit --as=... --``: a limit for hostile data).
     ``sidecars``: the ``-o sidecars`` added unless ``options`` name one; ``none`` by default,
-    as most tests compare the tree with zarr-python's members (None: the daemon's default)."""
+    as most tests compare the tree with zarr-python's members (None: the daemon's default).
+    ``env``: variables added to the daemon's environment."""
     if sidecars is not None and not any(o.startswith("sidecars=") for o in options):
         options = [*options, f"sidecars={sidecars}"]
     mnt = new_mountpoint(tag)
@@ -287,7 +289,12 @@ def mounted(
     with open(log_path, "ab") as logf:
         try:
             proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                start_new_session=True,
+                env=None if env is None else {**os.environ, **env},
             )
             ok = wait_until(lambda: os.path.ismount(mnt) or proc.poll() is not None, timeout)
             if not os.path.ismount(mnt):

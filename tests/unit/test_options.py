@@ -22,6 +22,7 @@ SAMPLES = {
     "VALUE": "true",
     "LIST": "envi+npy",
     "ORDER": "big",
+    "LEVEL": "debug",
 }
 
 

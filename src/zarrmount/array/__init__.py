@@ -41,7 +41,7 @@ class Arrays:
         self.read_only = read_only
         self.write_empty_chunks = write_empty_chunks
         self.dirty_limit = dirty_limit
-        self._root_pipeline = root_pipeline  # a root array's, built when it was found
+        self.root_pipeline = root_pipeline  # a root array's, built when it was found or reloaded
         self.byteorder = byteorder  # of the bytes array files show (-o byteorder)
         self.text_max = text_max  # the most text an array of strings may show (-o text_max)
         self._writable: list[ArrayWriter] = []
@@ -67,8 +67,8 @@ class Arrays:
     def _open(self, node: ArrayNode) -> ArrayReader:
         try:
             pipeline = (
-                self._root_pipeline
-                if self._root_pipeline is not None and node.path == ""
+                self.root_pipeline
+                if self.root_pipeline is not None and node.path == ""
                 else shared_pipeline(node.meta)
             )
         except CodecError as e:  # built once already, when the array was listed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 
 import trio
 
@@ -17,6 +18,16 @@ class Decoders:
 
     def __init__(self, threads: int | None = None) -> None:
         self.limiter = trio.CapacityLimiter(threads or max(2, os.cpu_count() or 2))
+        self.decode_ns = 0  # time chunks took to decode, in any thread (statistics)
+
+    @contextlib.contextmanager
+    def timed(self):
+        """Count the time of a decode (racing threads may lose a little of it)."""
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.decode_ns += time.perf_counter_ns() - start
 
     @property
     def threads(self) -> int:

@@ -125,7 +125,8 @@ class PartialReads:
             base, size = part.offset, part.length
             read = functools.partial(_read_within, read, base, size)
         try:
-            self.source.pipeline.decode_part(read, size, part.lo, part.hi, buffer)
+            with self.source.decoders.timed():
+                self.source.pipeline.decode_part(read, size, part.lo, part.hi, buffer)
         except Unsupported:
             return False
         return True

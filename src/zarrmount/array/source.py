@@ -121,7 +121,8 @@ class ChunkSource:
     def decode_into(self, raw: bytes | memoryview) -> Loaded:
         """Decode in a worker thread into a pool buffer (the chunk's home while cached)."""
         buffer = self.pool.take(self.meta.chunk_nbytes)
-        chunk = self.pipeline.decode(raw, buffer)
+        with self.decoders.timed():
+            chunk = self.pipeline.decode(raw, buffer)
         return Loaded(chunk.view(self.raw), chunk.nbytes, buffer)
 
     async def decode(self, raw: bytes) -> Loaded:

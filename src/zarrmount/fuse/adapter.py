@@ -25,10 +25,11 @@ ENTRY_TIMEOUT = 3600.0
 
 
 def _guard(fn):
-    """Map :class:`FsError` to its errno and any other exception to EIO."""
+    """Count the request; map :class:`FsError` to its errno and any other exception to EIO."""
 
     @functools.wraps(fn)
     async def wrapper(*args, **kwargs):
+        args[0].fs.requests[fn.__name__] += 1  # args[0]: the Operations
         try:
             return await fn(*args, **kwargs)
         except pyfuse3.FUSEError:

@@ -10,8 +10,9 @@ import socket
 log = logging.getLogger(__name__)
 
 # ``zarrmount -u`` asks the daemon to stop with this signal, so its log can tell an unmount
-# from a kill (SIGTERM, SIGINT).
-UNMOUNT_SIGNAL = signal.SIGUSR1
+# from a kill (SIGTERM, SIGINT); a real-time one, as every classic signal has a meaning of
+# its own (fuse/signals.py).
+UNMOUNT_SIGNAL = signal.SIGRTMIN + 3
 
 
 def sd_notify(message: str) -> None:

@@ -36,7 +36,12 @@ def _mounts() -> list[tuple[str, str]]:
     """``(mount ID, mount point)`` of every mount, in the kernel's order."""
     with open(MOUNTINFO) as f:
         rows = [line.split() for line in f]
-    return [(r[0], _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), r[4])) for r in rows]
+    return [(r[0], unescape(r[4])) for r in rows]
+
+
+def unescape(field: str) -> str:
+    """A path as /proc/self/mountinfo writes it (space, tab, newline, backslash octal)."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
 def mount_id(mountpoint: str) -> str | None:

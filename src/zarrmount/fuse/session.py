@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import logging
-import signal
+import os
+import tempfile
 
 import pyfuse3
 import trio
 
 from zarrmount.assemble import Mount
-from zarrmount.fuse import records
+from zarrmount.fuse import records, signals
 from zarrmount.fuse.adapter import Operations
-from zarrmount.fuse.notify import UNMOUNT_SIGNAL, ReadyPipe, sd_notify
+from zarrmount.fuse.notify import ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
 from zarrmount.store import public_url
 
 log = logging.getLogger(__name__)
 
-_STOP_SIGNALS = (UNMOUNT_SIGNAL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
-def _stop_reason(signum: int) -> str:
-    if signum == UNMOUNT_SIGNAL:
-        return "unmount requested (zarrmount -u)"
-    return f"received {signal.Signals(signum).name}, stopping"
+# How often systemd hears the mount's one-line status, and how much more time a final
+# flush asks for each time it says it is still storing.
+STATUS_EVERY_S = 10.0
+EXTEND_BY_S = 30
 
 
 def fuse_options(source: str, options: MountOptions) -> set[str]:
@@ -37,19 +36,54 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
     return opts
 
 
-async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPipe) -> None:
+async def _flush_all(mount: Mount) -> int:
+    """Store every dirty chunk; while that runs, ask systemd for more time now and then.
+    Returns how many arrays failed to store theirs."""
+    async with trio.open_nursery() as nursery:
+
+        async def extend() -> None:
+            while True:
+                sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_BY_S * 1_000_000}")
+                await trio.sleep(EXTEND_BY_S / 3)
+
+        if mount.cache.dirty_bytes:
+            nursery.start_soon(extend)
+        failed = await mount.arrays.flush_all()
+        nursery.cancel_scope.cancel()
+    return failed
+
+
+async def _tell_systemd(mount: Mount) -> None:
+    """``STATUS=`` now and then, and ``WATCHDOG=1`` when systemd watches us: sent from the
+    loop that answers requests, so they stop when it does."""
+    watchdog_s = _watchdog_interval()
+    every = min(STATUS_EVERY_S, watchdog_s) if watchdog_s else STATUS_EVERY_S
+    while True:
+        sd_notify(f"STATUS={mount.status()}" + ("\nWATCHDOG=1" if watchdog_s else ""))
+        await trio.sleep(every)
+
+
+def _watchdog_interval() -> float | None:
+    """Half the watchdog period systemd set for this process, if it set one."""
+    usec, pid = os.environ.get("WATCHDOG_USEC"), os.environ.get("WATCHDOG_PID")
+    if not usec or not usec.isdigit() or (pid and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2e6
+
+
+async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPipe) -> int:
+    """Serve until stopped; returns how many arrays failed to store their dirty data."""
     options = mount.options
+    failed = 0
     async with trio.open_nursery() as nursery:
         mount.background.nursery = nursery
 
-        async def stop_on_signal() -> None:
-            with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
-                async for signum in signals:
-                    log.info("%s: storing dirty data, then unmounting", _stop_reason(signum))
-                    sd_notify("STOPPING=1")
-                    await mount.arrays.flush_all()  # while the mount still answers requests
-                    pyfuse3.terminate()
-                    return
+        async def stop(reason: str) -> None:
+            nonlocal failed
+            log.info("%s: storing dirty data, then unmounting", reason)
+            sd_notify("STOPPING=1")
+            failed = await _flush_all(mount)  # while the mount still answers requests
+            pyfuse3.terminate()
 
         async def announce() -> None:
             # The kernel applies its own read-ahead when INIT is answered: set ours after.
@@ -57,25 +91,46 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
             if options.read_ahead_kb is not None:
                 await trio.to_thread.run_sync(set_read_ahead, mountpoint, options.read_ahead_kb)
             ready.ready()
+            nursery.start_soon(_tell_systemd, mount)
             await mount.warm_up()
             await mount.decoders.keep_alive()
 
-        nursery.start_soon(stop_on_signal)
+        nursery.start_soon(signals.handle, mount, stop)
         nursery.start_soon(announce)
         if not options.read_only:
             nursery.start_soon(mount.cache.write_back_idle, options.writeback_delay)
         await pyfuse3.main()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()
-    if await mount.arrays.flush_all():
-        log.error("some dirty data could not be stored before exit")
+    failed += await mount.arrays.flush_all()
+    if failed:
+        log.error("some dirty data could not be stored before exit (see above)")
+    return failed
+
+
+def _init(ops: Operations, mountpoint: str, options: set[str]) -> None:
+    """``pyfuse3.init``; when mounting fails, what libfuse and fusermount3 wrote on
+    stderr (the reason: "option allow_other only allowed if ...") joins the error."""
+    with tempfile.TemporaryFile() as said:
+        saved = os.dup(2)
+        os.dup2(said.fileno(), 2)
+        try:
+            pyfuse3.init(ops, mountpoint, options)
+        except RuntimeError as e:
+            os.dup2(saved, 2)
+            said.seek(0)
+            reason = " ".join(said.read().decode(errors="replace").split())
+            raise RuntimeError(f"{e}: {reason}" if reason else str(e)) from None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     """Mount ``mount``'s filesystem at ``mountpoint`` and serve it; returns the exit status."""
     ops = Operations(mount.fs)
     try:
-        pyfuse3.init(ops, mountpoint, fuse_options(source, mount.options))
+        _init(ops, mountpoint, fuse_options(source, mount.options))
     except RuntimeError as e:
         reason = f"cannot mount at {mountpoint}: {e}"
         log.error(reason)
@@ -85,12 +140,12 @@ def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     record = records.write_record(mountpoint)
     status = 0
     try:
-        trio.run(_serve, ops, mount, mountpoint, ready)
+        status = 2 if trio.run(_serve, ops, mount, mountpoint, ready) else 0
     except BaseException:
         log.exception("FUSE main loop failed")
         status = 1
     finally:
         pyfuse3.close(unmount=True)
         records.remove_record(record)
-        log.info("unmounted %s", mountpoint)
+        log.info("unmounted %s; statistics: %s", mountpoint, json.dumps(mount.fs.stats()))
     return status

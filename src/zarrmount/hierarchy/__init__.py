@@ -30,6 +30,8 @@ def _dialect(store: Store) -> Dialect:
         if store.get(key) is not None:
             store.root_marker = key
             return V2Dialect(store)
+    if not store.root_exists():
+        raise SourceError(f"{store.url} does not exist (no such bucket, prefix or directory)")
     raise SourceError(
         f"no Zarr metadata (zarr.json, .zgroup or .zarray) at the root of {store.url}"
     )

@@ -230,6 +230,10 @@ class AsyncStore:
     def list_calls(self) -> int:
         return self.store.list_calls
 
+    @property
+    def retries(self) -> int:
+        return self.store.retries
+
     async def run(self, fn: Callable[..., T], *args) -> T:
         """``fn(store, *args)``: a blocking function of the layers above over the store (a
         hierarchy load, a listing walk), in a worker thread within the deadline."""

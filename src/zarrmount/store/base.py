@@ -48,6 +48,7 @@ class Store(ABC):
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
+    retries = 0  # requests tried again after a transient failure (statistics)
     root_marker: str | None = None  # the root's metadata key, once the hierarchy is found
 
     @abstractmethod
@@ -82,6 +83,13 @@ class Store(ABC):
     @abstractmethod
     def list_dir(self, prefix: str) -> list[str]:
         """Names directly below ``prefix`` (keys and sub-prefixes, no trailing ``/``)."""
+
+    def root_exists(self) -> bool:
+        """The store's root is there (a bucket, a prefix, a directory), Zarr or not."""
+        return True
+
+    def forget_listings(self) -> None:  # noqa: B027 (most stores keep none)
+        """Drop listings kept from earlier calls: a reload sees the store as it is now."""
 
     def read_into(
         self, key: str, buffer_for: Callable[[int], bytearray]

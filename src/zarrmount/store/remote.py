@@ -63,7 +63,7 @@ class FsspecStore(Store):
             return getattr(self.fs, method)(*args, **kwargs)
 
         try:
-            return with_retries(attempt, what, deadline)
+            return with_retries(attempt, what, deadline, self._retried)
         except _MISSING:
             return None
         except FSTimeoutError:
@@ -99,6 +99,15 @@ class FsspecStore(Store):
         if self.read_only_reason:
             return None
         return take_lease(self, holder)
+
+    def root_exists(self) -> bool:
+        return bool(self._call("/", "exists", self._path("")))
+
+    def _retried(self) -> None:
+        self.retries += 1
+
+    def forget_listings(self) -> None:
+        self.fs.invalidate_cache()  # fsspec keeps directory listings
 
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1

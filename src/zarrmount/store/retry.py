@@ -56,8 +56,14 @@ def is_transient(error: BaseException) -> bool:
     return True
 
 
-def with_retries(fn: Callable[[float], T], what: str, deadline_s: float) -> T:
-    """Call ``fn`` until it succeeds, fails permanently, or ``deadline_s`` has passed.
+def with_retries(
+    fn: Callable[[float], T],
+    what: str,
+    deadline_s: float,
+    on_retry: Callable[[], None] = lambda: None,
+) -> T:
+    """Call ``fn`` until it succeeds, fails permanently, or ``deadline_s`` has passed;
+    ``on_retry`` is called before each new try (statistics).
 
     ``fn`` gets the seconds left, so that a backend that can cancel a request stops it
     at the deadline rather than leaving it to its own, longer, timeouts.
@@ -74,4 +80,5 @@ def with_retries(fn: Callable[[float], T], what: str, deadline_s: float) -> T:
             if not is_transient(e) or elapsed + delay >= deadline_s:
                 raise
             log.warning("%s: %s (attempt %d, retrying)", what, e or type(e).__name__, attempt)
+            on_retry()
             time.sleep(delay)

@@ -9,6 +9,7 @@ import trio
 
 from zarrmount.format.model import GroupNode
 from zarrmount.hierarchy.base import Child
+from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.node import Context, Node
 from zarrmount.vfs.xattrs import group_xattrs
 
@@ -16,7 +17,7 @@ from zarrmount.vfs.xattrs import group_xattrs
 class Directory(Node):
     """A group (or, with no group, the directory holding a root array)."""
 
-    __slots__ = ("group", "table", "entries", "lock", "held")
+    __slots__ = ("group", "table", "listing", "lock", "held")
     is_dir = True
     nlink = 2
 
@@ -24,7 +25,7 @@ class Directory(Node):
         super().__init__(ino, parent)
         self.group = group
         self.table = table
-        self.entries: dict[str, int] | None = None  # once listed
+        self.listing: Listing | None = None  # once listed
         self.lock: trio.Lock | None = None  # while being listed
         self.held: list[Child] | None = None  # the children of a directory with no group
         if group is not None:
@@ -33,17 +34,37 @@ class Directory(Node):
     def mode(self, read_only: bool) -> int:
         return stat.S_IFDIR | 0o555
 
+    @property
+    def listed(self) -> bool:
+        return self.listing is not None
+
     async def children(self) -> dict[str, int]:
-        if self.entries is not None:
-            return self.entries
+        if self.listing is not None:
+            return self.listing.entries
         if self.lock is None:
             self.lock = trio.Lock()
         async with self.lock:
-            if self.entries is None:
+            if self.listing is None:
                 found = self.held or await self.table.tree.children(self.group)
-                self.entries = await self.table.adopt(self, found)
+                self.listing = await self.table.adopt(self, found)
                 self.lock = None  # listed for good: nobody waits on it again
-            return self.entries
+            return self.listing.entries
+
+    async def reload(self) -> tuple[set[str], set[str], set[str]]:
+        """List the group again (the tree reads the store anew): children described as
+        before keep their nodes, the rest are made again. Returns the names added,
+        removed and replaced; nodes of removed ones live on for handles still open."""
+        old = self.listing
+        if old is None:
+            return set(), set(), set()
+        found = self.held or await self.table.tree.children(self.group)
+        keys = {child.name: repr(child.node) for child in found}
+        kept = old.kept(keys)
+        fresh = [child for child in found if child.name not in kept.keys]
+        self.listing = new = await self.table.adopt(self, fresh, kept)
+        before, after = old.entries, new.entries
+        replaced = {n for n in before.keys() & after.keys() if before[n] != after[n]}
+        return after.keys() - before.keys(), before.keys() - after.keys(), replaced
 
     def hold(self, child: Child) -> None:
         """Hold ``child`` without listing a group (the root array's directory)."""

@@ -11,15 +11,15 @@ import itertools
 import json
 import os
 import stat
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
-from zarrmount.hierarchy.base import Child
+from zarrmount.hierarchy.base import Child, Dialect
 from zarrmount.options import MountOptions
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Handle
@@ -52,6 +52,33 @@ class Attr:
         return -(-self.size // 512)
 
 
+@dataclass
+class Reloaded:
+    """What a reload changed: paths added, removed and replaced, and the kernel's cached
+    names to forget, as (directory inode, name)."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    stale: list[tuple[int, str]] = field(default_factory=list)
+
+    def note(self, ino: int, path: str, *changes: set[str]) -> None:
+        for found, names in zip((self.added, self.removed, self.replaced), changes, strict=True):
+            found += sorted(f"{path}/{n}" if path else n for n in names)
+            self.stale += [(ino, n) for n in names]
+
+    def __str__(self) -> str:
+        kinds = (("added", self.added), ("removed", self.removed), ("changed", self.replaced))
+        return ", ".join(f"{len(paths)} {kind}{_some(paths)}" for kind, paths in kinds)
+
+
+def _some(paths: list[str], shown: int = 5) -> str:
+    """`` (a, b, ...)``: the first few of ``paths``, for a log line."""
+    if not paths:
+        return ""
+    return f" ({', '.join(paths[:shown])}{', ...' if len(paths) > shown else ''})"
+
+
 class Filesystem:
     def __init__(
         self,
@@ -68,6 +95,9 @@ class Filesystem:
         self._handles: dict[int, Handle] = {}
         self._next_fh = 1
         self._xattrs: OrderedDict[int, dict[str, bytes]] = OrderedDict()  # see KEEP_XATTRS
+        self.requests: Counter[str] = Counter()  # by kind, counted by the adapter
+        self.read_bytes = 0  # served by reads
+        self.written_bytes = 0  # taken by writes
         if isinstance(root, GroupNode):
             table.add(Directory(ROOT_INODE, ROOT_INODE, root, table))
         else:
@@ -80,9 +110,19 @@ class Filesystem:
         node = self.table[ino]
         opts = self.options
         mode = node.mode(opts.read_only)
-        mode = stat.S_IFMT(mode) | (stat.S_IMODE(mode) & ~opts.umask)
+        mode = stat.S_IFMT(mode) | (self._bits(mode) & ~opts.umask)
         mtime = node.mtime_ns() or self.table.mtime_ns
         return Attr(ino, mode, node.size(), opts.uid, opts.gid, mtime, node.nlink)
+
+    def _bits(self, mode: int) -> int:
+        """The permission bits of a node of ``mode``: the node's own, or those of
+        ``file_mode`` and ``dir_mode`` (a file that cannot be written has no write bits)."""
+        opts = self.options
+        if stat.S_ISDIR(mode):
+            return stat.S_IMODE(mode) if opts.dir_mode is None else opts.dir_mode
+        if opts.file_mode is None:
+            return stat.S_IMODE(mode)
+        return opts.file_mode if mode & 0o200 else opts.file_mode & ~0o222
 
     async def lookup(self, parent: int, name: str) -> Attr:
         node = self.table[parent]
@@ -120,10 +160,14 @@ class Filesystem:
     async def read(
         self, fh: int, offset: int, size: int, reply: np.ndarray | None = None
     ) -> memoryview | bytes:
-        return await self._handle(fh).read(offset, size, reply)
+        data = await self._handle(fh).read(offset, size, reply)
+        self.read_bytes += len(data)
+        return data
 
     async def write(self, fh: int, offset: int, data: bytes) -> int:
-        return await self._handle(fh).write(offset, data)
+        written = await self._handle(fh).write(offset, data)
+        self.written_bytes += written
+        return written
 
     async def flush(self, fh: int) -> None:
         """On close and fsync: store this file's dirty chunks, report write-back errors."""
@@ -171,6 +215,31 @@ class Filesystem:
             except FsError:
                 continue  # logged
 
+    async def reload(self, dialect: Dialect, root: GroupNode | ArrayNode) -> Reloaded:
+        """Show the hierarchy as ``dialect`` now finds it: every listed group is listed
+        again, unchanged nodes stay, open handles of removed ones keep working until closed.
+        The root must stay what it was (a group, or an array)."""
+        holder = self.table[ROOT_INODE]
+        if (holder.group is None) != isinstance(root, ArrayNode):
+            raise FsError(errno.EINVAL, "the root changed between a group and an array")
+        self.table.tree.dialect = dialect
+        if isinstance(root, GroupNode):
+            holder.group = root
+        else:
+            holder.held = [Child(ROOT_ARRAY_NAME, root)]
+        self._xattrs.clear()
+        done = Reloaded()
+        queue = [(holder, "")]
+        while queue:
+            directory, path = queue.pop()
+            added, removed, replaced = await directory.reload()
+            done.note(directory.ino, path, added, removed, replaced)
+            for name, ino in directory.listing.entries.items():
+                node = self.table[ino]
+                if isinstance(node, Directory) and node.listed:
+                    queue.append((node, f"{path}/{name}" if path else name))
+        return done
+
     # -- attributes and statistics -------------------------------------------
 
     def xattrs(self, ino: int) -> dict[str, bytes]:
@@ -198,10 +267,16 @@ class Filesystem:
         return sorted(self.xattrs(ino))
 
     def stats(self) -> dict[str, int]:
-        return self._statistics() | {
-            "open_handles": len(self._handles),
-            "inodes": len(self.table),
-        }
+        return (
+            self._statistics()
+            | {
+                "read_bytes": self.read_bytes,
+                "written_bytes": self.written_bytes,
+                "open_handles": len(self._handles),
+                "inodes": len(self.table),
+            }
+            | {f"requests_{kind}": n for kind, n in sorted(self.requests.items())}
+        )
 
     def statfs(self) -> dict[str, int]:
         return {

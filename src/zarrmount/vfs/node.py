@@ -13,6 +13,7 @@ from zarrmount.array import Arrays
 from zarrmount.errors import FsError
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
+from zarrmount.vfs.listing import Listing
 
 
 class Handle:
@@ -85,10 +86,10 @@ class Context(Protocol):
     read_only: bool
     mtime_ns: int  # of the mount
 
-    async def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
-        """The entries (name -> inode) of ``parent`` holding ``children`` (and sidecars)."""
+    async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
+        """The listing of ``parent`` holding ``children`` (and sidecars), after ``kept``."""
 
-    def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
+    def noticed(self, path: str, attributes: dict, nbytes: int | None = None) -> None:
         """A node was added (statistics, warnings)."""
 
     def reopened(self, node: Node) -> None:

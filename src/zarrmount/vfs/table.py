@@ -14,6 +14,7 @@ from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
+from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.node import Node
 from zarrmount.vfs.sidecarfile import SidecarFile
 from zarrmount.vfs.sidecars import Sidecar, header_size
@@ -49,6 +50,7 @@ class InodeTable:
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
         self.total_bytes = 0  # of every array file (statfs)
+        self.arrays_seen = 0  # arrays listed (a reload counts changed ones again)
         self._nodes: dict[int, Node] = {}
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
 
@@ -68,56 +70,57 @@ class InodeTable:
     def next_ino(self) -> int:
         return len(self._nodes) + 1
 
-    async def adopt(self, parent: Node, children: list[Child]) -> dict[str, int]:
-        """The entries (name -> inode) of ``parent`` holding ``children``: their nodes, and
-        the sidecars of the array files among them, which never shadow a real node."""
-        entries: dict[str, int] = {}
+    async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
+        """The listing of ``parent`` holding ``children``: their nodes, and the sidecars of
+        the array files among them, which never shadow a real node. ``kept``: entries
+        that stay from an earlier listing (a reload), whose names a sidecar never takes."""
+        listing = Listing() if kept is None else kept
         files: list[tuple[str, ArrayFile]] = []
         texts: list[tuple[str, ArrayNode, ArrayFile | None]] = []
         for child in children:
             model = child.node
+            listing.keys[child.name] = repr(model)
             if isinstance(model, HiddenNode):
                 log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
             elif isinstance(model, GroupNode):
-                entries[child.name] = self.add(
-                    Directory(self.next_ino(), parent.ino, model, self)
-                ).ino
+                node = self.add(Directory(self.next_ino(), parent.ino, model, self))
+                listing.put(child.name, child.name, node.ino)
             elif model.meta.strings is not None:  # no raw form: its text alone
                 texts.append((child.name, model, None))
             else:
                 file = self.add(ArrayFile(self.next_ino(), parent.ino, model, self))
-                entries[child.name] = file.ino
+                listing.put(child.name, child.name, file.ino)
                 files.append((child.name, file))
                 if model.meta.dtype.kind in "US":
                     texts.append((child.name, model, file))
         for name, file in files:
-            self._add_sidecars(parent, name, file, entries)
+            self._add_sidecars(parent, name, file, listing)
         for name, array, file in texts:
-            await self._add_text(parent, name, array, file, entries)
-        return entries
+            await self._add_text(parent, name, array, file, listing)
+        return listing
 
-    def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, entries: dict) -> None:
+    def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, listing: Listing) -> None:
         meta = file.array.meta
         dtype = self.arrays.dtype(meta)
         for sidecar in self.sidecars:
             size = header_size(sidecar, meta.shape, dtype, name)
             if size is None:
                 continue  # --inspect says why
-            if name + sidecar.suffix in entries:
+            if name + sidecar.suffix in listing.entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
             node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self)
-            entries[name + sidecar.suffix] = self.add(node).ino
+            listing.put(name + sidecar.suffix, name, self.add(node).ino)
 
     async def _add_text(
-        self, parent: Node, name: str, array: ArrayNode, file: ArrayFile | None, entries: dict
+        self, parent: Node, name: str, array: ArrayNode, file: ArrayFile | None, listing: Listing
     ) -> None:
         """``name.txt`` where the mount shows text and the array's fits in ``text_max``."""
         if not self.text:
             if file is None:
                 log.warning("not shown: array %r: strings (-o sidecars=...+text)", array.path)
             return
-        if name + ".txt" in entries:
+        if name + ".txt" in listing.entries:
             log.warning("%s: no text sidecar: a node of that name exists", name)
             return
         text = self.arrays.text(array, file.contents if file else _no_file)
@@ -128,11 +131,14 @@ class InodeTable:
             return
         if file is None:
             self.noticed(array.path, array.meta.attributes, size)
-        entries[name + ".txt"] = self.add(TextFile(self.next_ino(), parent.ino, text)).ino
+        listing.put(name + ".txt", name, self.add(TextFile(self.next_ino(), parent.ino, text)).ino)
 
-    def noticed(self, path: str, attributes: dict, nbytes: int = 0) -> None:
-        """A node was added: count its bytes, warn of malformed conventions once."""
-        self.total_bytes += nbytes
+    def noticed(self, path: str, attributes: dict, nbytes: int | None = None) -> None:
+        """A node was added (an array when it has ``nbytes``): count it and its bytes, warn
+        of malformed conventions once."""
+        if nbytes is not None:
+            self.arrays_seen += 1
+            self.total_bytes += nbytes
         warn_conventions(path, attributes)
 
     def reopened(self, node: ArrayFile) -> None:
