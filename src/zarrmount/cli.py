@@ -15,7 +15,7 @@ import time
 from zarrmount import __version__, config, hierarchy, logs
 from zarrmount.fuse import records, stale
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL
-from zarrmount.options import MountOptions, OptionError, options_help
+from zarrmount.options import MountOptions, OptionError, json_object, options_help
 from zarrmount.store import StoreError, open_store, public_url
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,8 @@ def _options(args: argparse.Namespace, found: config.MountConfig | None) -> Moun
         for text in args.options:
             options.apply(text)
         if args.storage_options:
-            options.storage_options.update(config.storage_options(args.storage_options))
-    except (OptionError, config.ConfigError) as e:
+            options.storage_options.update(json_object(args.storage_options, "--storage-options"))
+    except OptionError as e:
         raise CommandError(str(e)) from None
     if not options.read_only and not options.writable and _run_by_mount():
         # mount(8) passes "rw" unless told "ro": only "writable" means what it says there

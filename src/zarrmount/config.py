@@ -7,7 +7,6 @@ line, where ``ps`` shows them."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import stat
@@ -72,14 +71,3 @@ def load(path: str) -> MountConfig:
     if storage and mode & (stat.S_IRGRP | stat.S_IROTH):
         log.warning("%s holds storage options and others may read it: chmod 600 it", path)
     return MountConfig(source, os.path.abspath(mountpoint), options)
-
-
-def storage_options(text: str) -> dict[str, Any]:
-    """``--storage-options JSON`` (or a file's contents): a JSON object."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"storage options are not JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise ConfigError("storage options are not a JSON object")
-    return value

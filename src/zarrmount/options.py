@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from zarrmount.metrics import parse_address
+
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # Options that mount(8) and mount.fuse3 add on their own; accepted and ignored.
 PASSIVE = (
@@ -73,6 +75,7 @@ class MountOptions:
     dir_mode: int | None = None  # permission bits of directories
     log_file: str | None = None
     log_level: str = "info"
+    metrics: str | None = None  # [ADDR:]PORT of a Prometheus endpoint
     # fsspec storage options (``so.KEY=VALUE``; values are JSON where they parse as JSON).
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
@@ -211,6 +214,26 @@ def _octal(attr: str) -> Setter:
     return lambda o, _name, text: setattr(o, attr, int(text, 8) & 0o777)
 
 
+def json_object(text: str, what: str) -> dict[str, Any]:
+    """``text``, a JSON object (fsspec storage options with nested values or commas)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise OptionError(f"{what} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise OptionError(f"{what} is not a JSON object")
+    return value
+
+
+def _storage_file(o: MountOptions, name: str, path: str) -> None:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise OptionError(f"option {name!r}: {e}") from None
+    o.storage_options.update(json_object(text, f"option {name!r}: {path}"))
+
+
 def _storage_option(o: MountOptions, name: str, text: str) -> None:
     """``so.`` values: JSON (numbers, true/false, objects) where they parse, else text."""
     try:
@@ -275,6 +298,11 @@ OPTIONS: tuple[Option, ...] = (
         _storage_option,
     ),
     Option(
+        "so_json=FILE",
+        "fsspec storage options from a JSON file (nested values, commas; mode 0600)",
+        _storage_file,
+    ),
+    Option(
         "sidecars=LIST",
         "files beside each array for other programs: envi, nrrd, npy, tiff, text joined "
         "with +, or none (default envi+text)",
@@ -309,6 +337,11 @@ OPTIONS: tuple[Option, ...] = (
         "log=PATH",
         "append the daemon's log to PATH (reopened when logrotate moves it)",
         lambda o, _n, v: setattr(o, "log_file", os.path.abspath(v)),
+    ),
+    Option(
+        "metrics=ADDR:PORT",
+        "serve Prometheus metrics there (a PORT alone: on loopback; zarrmount[metrics])",
+        lambda o, _n, v: setattr(o, "metrics", parse_address(v) and v),
     ),
     Option(
         "log_level=LEVEL",

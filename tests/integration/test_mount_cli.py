@@ -487,18 +487,48 @@ def test_u_signals_no_process_a_filesystem_names(tmp_path):
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _through_mount(source, mnt, options: str) -> subprocess.CompletedProcess:
-    """``mount -t fuse.zarrmount``, as fstab and systemd .mount units do: mount.fuse3 runs
-    ``zarrmount`` from the standard PATH (scripts/setup-env links it there as root)."""
+def _zarrmount_on_root_path() -> None:
+    """mount.fuse3 runs ``zarrmount`` from the standard PATH (scripts/setup-env links it
+    there as root): skip unless that is this checkout's."""
     found = shutil.which("zarrmount", path=SAFE_PATH)
     if found is None or os.path.realpath(found) != os.path.realpath(zarrmount_exe()):
         pytest.skip(f"zarrmount on root's PATH is {found}, not this checkout's")
+
+
+def _through_mount(source, mnt, options: str) -> subprocess.CompletedProcess:
+    """``mount -t fuse.zarrmount``, as fstab and systemd .mount units do."""
+    _zarrmount_on_root_path()
     return subprocess.run(
         ["mount", "-t", "fuse.zarrmount", str(source), mnt, "-o", options],
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_an_fstab_line_mounts_and_umount_stores_what_was_written(tmp_path, scratch_mountpoint):
+    """``mount -T FSTAB MOUNTPOINT``, as ``mount MOUNTPOINT`` does with /etc/fstab; the
+    options systemd and mount(8) add pass; ``umount`` ends the daemon cleanly."""
+    _zarrmount_on_root_path()
+    store = rw_tools.make_store(tmp_path, "v3", rw_tools.SPECS["v3"])
+    expected = store.read_bytes()
+    options = "writable,writeback_delay=600,nofail,_netdev,x-systemd.automount,noatime"
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{store.root} {scratch_mountpoint} fuse.zarrmount {options} 0 0\n")
+    done = subprocess.run(
+        ["mount", "-T", str(fstab), scratch_mountpoint], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    path = os.path.join(scratch_mountpoint, "v3")
+    pid = int(os.getxattr(scratch_mountpoint, "user.zarrmount.pid"))
+    with open(path, "r+b") as f:
+        f.seek(1000)
+        f.write(b"\x11" * 3000)
+    expected[1000:4000] = 0x11
+    un = subprocess.run(["umount", scratch_mountpoint], capture_output=True, text=True)
+    assert un.returncode == 0, un.stderr
+    assert wait_until(lambda: not pid_alive(pid), 30), "the daemon outlived its mount"
+    assert np.array_equal(store.read_bytes(), expected)
 
 
 @pytest.mark.parametrize(

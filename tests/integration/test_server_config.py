@@ -95,6 +95,15 @@ def test_storage_options_json_reach_fsspec(s3_data, tmp_path):
         remove_mountpoint(mnt)
 
 
+def test_so_json_file_reaches_fsspec(s3_data, tmp_path):
+    path = tmp_path / "so.json"
+    options = {"endpoint_url": s3_data.endpoint, "key": KEY, "secret": SECRET}
+    path.write_text(json.dumps(options))
+    with mounted(s3_data.v2, [f"so_json={path}"], tag="so-file") as m:
+        assert "ints" in os.listdir(m.path)
+        _no_credentials(m.read_log())
+
+
 def test_a_missing_bucket_is_named(s3_data):
     mnt = new_mountpoint("nobucket")
     try:

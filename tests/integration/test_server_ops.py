@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import threading
+import urllib.request
 
 import numpy as np
 import pytest
@@ -227,3 +228,50 @@ def test_start_and_stop_lines_name_version_and_options_never_credentials(store, 
     assert "cache_size=67108864" in log and "so.secret=(hidden)" in log
     assert "unmounted" in log and '"uptime_s"' in log
     assert "S3CR3T" not in log
+
+
+def test_prometheus_endpoint_reports_a_known_workload_exactly(store):
+    port = _free_port()
+    with mounted(store, [f"metrics={port}"], tag="metrics") as m:
+        with open(m.p("a"), "rb") as f:
+            f.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT_S) as r:
+            text = r.read().decode()
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert values["zarrmount_store_gets_total"] == 4  # a's 4 chunks, each read once
+    assert values["zarrmount_cache_misses_total"] == 4
+    assert values["zarrmount_read_bytes_total"] == 64 * 64 * 8
+    assert values["zarrmount_read_seconds_count"] >= 1
+    assert values["zarrmount_store_request_seconds_count"] >= 4
+    assert 'zarrmount_read_seconds_bucket{le="+Inf"}' in values
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_under_journald_no_timestamps_and_no_line_per_read(store, tmp_path):
+    """journald stamps lines itself: with stderr its stream (JOURNAL_STREAM names its
+    device and inode) the daemon's lines carry none. Reads log nothing at the default
+    level."""
+    log_path = tmp_path / "journal.log"
+    log_path.touch()
+    st = os.stat(log_path)
+    env = {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"}
+    with mounted(store, tag="journal", log_path=log_path, env=env) as m:
+        assert m.wait_for_log("mounted", WAIT_S)
+        before = m.read_log().count("\n")
+        for _ in range(20):
+            with open(m.p("a"), "rb") as f:
+                f.read()
+            with open(m.p("sub/b"), "rb") as f:
+                f.read()
+        assert m.read_log().count("\n") == before
+    first = log_path.read_text().splitlines()[0]
+    assert first.startswith("INFO zarrmount.cli: zarrmount "), first

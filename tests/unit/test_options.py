@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,13 @@ from helpers.mounting import zarrmount_exe
 from zarrmount.options import OPTIONS, PASSIVE, MountOptions, OptionError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+# so_json=FILE reads its file when parsed: one for the module
+SO_JSON = Path(tempfile.mkdtemp(prefix="zarrmount-options-")) / "so.json"
+SO_JSON.write_text('{"anon": true, "client_kwargs": {"region_name": "a,b"}}')
 # A value for each placeholder that the option's parser must accept.
 SAMPLES = {
+    "FILE": str(SO_JSON),
+    "ADDR:PORT": "127.0.0.1:9109",
     "SIZE": "48M",
     "SECONDS": "2.5",
     "N": "7",

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import trio
 import zarr
+from botocore.exceptions import NoCredentialsError, PartialCredentialsError
 from helpers.store_doubles import ReadOnlyRemoteDouble
 
 from zarrmount import hierarchy
@@ -159,6 +160,8 @@ class _Boto(Exception):
         (_Status(505), False),
         (_Boto(501), False),
         (NotImplementedError(), False),
+        (PartialCredentialsError(provider="explicit", cred_var="aws_access_key_id"), False),
+        (NoCredentialsError(), False),
     ],
 )
 def test_is_transient(error, transient):

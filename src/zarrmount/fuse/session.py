@@ -10,6 +10,7 @@ import tempfile
 import pyfuse3
 import trio
 
+from zarrmount import metrics
 from zarrmount.assemble import Mount
 from zarrmount.fuse import records, signals
 from zarrmount.fuse.adapter import Operations
@@ -108,6 +109,15 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
     return failed
 
 
+def _serve_metrics(mount: Mount) -> None:
+    """``-o metrics``: the endpoint, and its histograms fed by reads and store requests."""
+    if mount.options.metrics is None:
+        return
+    reads, requests = metrics.serve(mount.options.metrics, mount.fs.stats)
+    mount.fs.read_latency = reads
+    mount.store.latency = requests
+
+
 def _init(ops: Operations, mountpoint: str, options: set[str]) -> None:
     """``pyfuse3.init``; when mounting fails, what libfuse and fusermount3 wrote on
     stderr (the reason: "option allow_other only allowed if ...") joins the error."""
@@ -130,8 +140,9 @@ def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     """Mount ``mount``'s filesystem at ``mountpoint`` and serve it; returns the exit status."""
     ops = Operations(mount.fs)
     try:
+        _serve_metrics(mount)
         _init(ops, mountpoint, fuse_options(source, mount.options))
-    except RuntimeError as e:
+    except (RuntimeError, OSError, metrics.MetricsUnavailable) as e:
         reason = f"cannot mount at {mountpoint}: {e}"
         log.error(reason)
         ready.failed(reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -45,6 +46,8 @@ class AsyncStore:
         self.store = store
         self.stats = StoreStats()
         self._limiter = trio.CapacityLimiter(concurrency or store.concurrency)
+        # seconds each request took, retries included (the metrics observe it)
+        self.latency: Callable[[float], None] = lambda _seconds: None
         self._failed = RecentFailures()
         self._root_seen: float | None = None  # trio time the root was last found
 
@@ -59,6 +62,7 @@ class AsyncStore:
         remote stores never wait past the deadline."""
         deadline = self.store.deadline_s if deadline_s is None else deadline_s
         limiter = limiter or self._limiter
+        start = time.perf_counter()
         try:
             if not self.store.remote:
                 return await trio.to_thread.run_sync(fn, *args, limiter=limiter)
@@ -73,6 +77,8 @@ class AsyncStore:
         except Exception:
             self.stats.errors += 1
             raise
+        finally:
+            self.latency(time.perf_counter() - start)
 
     async def _fetch(self, fn, key: str, *args) -> bytes | None:
         """``fn(key, *args)``, a get of a remote store: with a short deadline while an
@@ -168,7 +174,9 @@ class AsyncStore:
         return found[0]
 
     def _read_use(self, key: str, buffer_for, use) -> tuple[object, int | None]:
+        start = time.perf_counter()
         raw = self.store.read_into(key, buffer_for)
+        self.latency(time.perf_counter() - start)  # the read alone, not the use
         return (None, None) if raw is None else (use(raw), len(raw))
 
     async def get_batch(

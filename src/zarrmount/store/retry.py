@@ -19,6 +19,9 @@ T = TypeVar("T")
 
 BASE_DELAY_S = 0.05
 MAX_DELAY_S = 2.0
+# Configuration errors of a backend, by class name (no backend is imported here): the
+# credentials are missing or half given, and no second try finds them.
+PERMANENT_NAMES = {"NoCredentialsError", "PartialCredentialsError", "ProfileNotFound"}
 
 
 def _status(error: BaseException) -> int | None:
@@ -46,7 +49,7 @@ def is_transient(error: BaseException) -> bool:
         | TypeError
         | KeyError
         | NotImplementedError,
-    ):
+    ) or any(cls.__name__ in PERMANENT_NAMES for cls in type(error).__mro__):
         return False
     status = _status(error)
     if status is not None:
