@@ -10,13 +10,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 from zarrmount import __version__, config, hierarchy, logs
-from zarrmount.fuse import records, stale
-from zarrmount.fuse.notify import UNMOUNT_SIGNAL
+from zarrmount.errors import CommandError
+from zarrmount.fuse import stale
 from zarrmount.options import MountOptions, OptionError, json_object, options_help
 from zarrmount.store import StoreError, open_store, public_url
+from zarrmount.unmount import cleanup, unmount
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,6 @@ zarrmount SOURCE MOUNTPOINT [-o OPT[,OPT...]] [--storage-options JSON] [-f] [-d]
        zarrmount --inspect SOURCE [--json]
        zarrmount --stats MOUNTPOINT [--json]
        zarrmount --version"""
-UNMOUNT_TIMEOUT_S = 300.0  # as long as the unit waits: a final flush to a remote store
-
-
-class CommandError(Exception):
-    """A one-line reason the command failed."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_mountpoint(mountpoint: str) -> None:
     if stale.dead(mountpoint):  # left by a killed daemon: the next start mounts anew
-        _cleanup(mountpoint)
+        cleanup(mountpoint)
     if not os.path.isdir(mountpoint):
         raise CommandError(f"mountpoint {mountpoint} is not a directory")
     if os.path.ismount(mountpoint):
@@ -148,7 +143,9 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     from zarrmount.fuse import session
     from zarrmount.fuse.notify import ReadyPipe
 
-    where = logs.setup(options, args.debug, args.foreground, mountpoint)
+    # a daemon the command spawned runs with -f too, its stderr going nowhere
+    foreground = args.foreground and args.ready_fd is None
+    where = logs.setup(options, args.debug, foreground, mountpoint)
     log.info(
         "zarrmount %s: mounting %s at %s (log: %s; options: %s)",
         __version__,
@@ -238,55 +235,6 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     raise CommandError(f"the mount daemon exited with status {status} before the mount was live")
 
 
-def _cleanup(mountpoint: str) -> int:
-    """Clear a dead zarrmount mount of ours at ``mountpoint``; nothing else is touched."""
-    if not stale.dead(mountpoint):
-        return 0
-    try:
-        stale.clear(mountpoint)
-    except OSError as e:
-        raise CommandError(f"cannot clear the dead mount at {mountpoint}: {e}") from None
-    return 0
-
-
-def _unmount(mountpoint: str) -> int:
-    """Ask the daemon to flush and unmount, then wait until it has exited. Only a daemon
-    our own record names is signalled (the mount itself is never asked); any other mount
-    is left to fusermount3, which checks who may unmount it."""
-    mountpoint = os.path.abspath(mountpoint)
-    if stale.dead(mountpoint):
-        return _cleanup(mountpoint)
-    if records.mount_id(mountpoint) is None:
-        raise CommandError(f"{mountpoint} is not mounted")
-    pid = records.find_daemon(mountpoint)
-    try:
-        if pid is not None:
-            os.kill(pid, UNMOUNT_SIGNAL)
-    except OSError:  # not ours to signal: let fusermount3 decide
-        pid = None
-    if pid is None:
-        done = subprocess.run(["fusermount3", "-u", mountpoint], capture_output=True, text=True)
-        if done.returncode:
-            raise CommandError(done.stderr.strip() or f"cannot unmount {mountpoint}")
-        return 0
-    deadline = time.monotonic() + UNMOUNT_TIMEOUT_S
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        if _is_zombie(pid):
-            break
-        time.sleep(0.02)
-    if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
-        raise CommandError(f"the daemon (pid {pid}) did not exit within {UNMOUNT_TIMEOUT_S:.0f} s")
-    return 0
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return False
-
-
 def _inspect(source: str, options: MountOptions, as_json: bool) -> int:
     from zarrmount.inspect_tree import inspect
 
@@ -335,9 +283,9 @@ def run(argv: list[str]) -> int:
     if args.stats:
         return _stats(_mountpoint(args, found, "--stats"), args.json)
     if args.unmount:
-        return _unmount(_mountpoint(args, found, "-u"))
+        return unmount(_mountpoint(args, found, "-u"))
     if args.cleanup:
-        return _cleanup(_mountpoint(args, found, "--cleanup"))
+        return cleanup(_mountpoint(args, found, "--cleanup"))
     if found is not None and not args.args:
         source, mountpoint = found.source, found.mountpoint
     elif len(args.args) == 2 and found is None:

@@ -1,4 +1,4 @@
-"""The one exception the FUSE adapter turns into an errno reply."""
+"""The one exception the FUSE adapter turns into an errno reply, and the command's."""
 
 from __future__ import annotations
 
@@ -16,3 +16,7 @@ class FsError(Exception):
 
 def enoent(what: str = "") -> FsError:
     return FsError(errno.ENOENT, what)
+
+
+class CommandError(Exception):
+    """A one-line reason the command failed."""

@@ -10,17 +10,27 @@ import contextlib
 import importlib.metadata
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import threading
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
-from helpers.mounting import mounted, run_cli, wait_until, zarrmount_exe
+from helpers.mounting import (
+    mounted,
+    new_mountpoint,
+    remove_mountpoint,
+    run_cli,
+    wait_until,
+    zarrmount_exe,
+)
 
 pytestmark = pytest.mark.mount
 
@@ -275,3 +285,53 @@ def test_under_journald_no_timestamps_and_no_line_per_read(store, tmp_path):
         assert m.read_log().count("\n") == before
     first = log_path.read_text().splitlines()[0]
     assert first.startswith("INFO zarrmount.cli: zarrmount "), first
+
+
+def test_final_flush_asks_systemd_for_time_and_a_failed_one_exits_non_zero(store, notify):
+    """Dirty data at SIGTERM: EXTEND_TIMEOUT_USEC while it is stored; a chunk that cannot
+    be stored (its directory replaced by a file) makes the exit status non-zero, and the
+    log names its key."""
+    env = {"NOTIFY_SOCKET": notify.path}
+    with mounted(store, ["rw", "writeback_delay=600"], tag="flushfail", env=env) as m:
+        fd = os.open(m.p("a"), os.O_WRONLY)
+        try:
+            os.write(fd, b"\x01" * 64 * 8)  # row 0: chunk c/0/0
+            blocked = os.path.join(store, "a", "c", "0")
+            shutil.rmtree(blocked)
+            with open(blocked, "w") as f:
+                f.write("not a directory")
+            m.proc.send_signal(signal.SIGTERM)
+            assert m.proc.wait(WAIT_S) != 0
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        notify.wait_for("STOPPING=1")
+        assert any(line.startswith("EXTEND_TIMEOUT_USEC=") for line in notify.lines())
+        assert "c/0/0" in m.read_log()
+
+
+def test_reload_status_says_what_changed(store, notify):
+    with mounted(store, tag="reload-status", env={"NOTIFY_SOCKET": notify.path}) as m:
+        first = notify.wait_for("READY=1")
+        zarr.open_group(store, mode="a").create_array("more", shape=(2,), dtype="u1")
+        m.proc.send_signal(signal.SIGHUP)
+        reloading = notify.wait_for("RELOADING=1", first + 1)
+        ready = notify.wait_for("READY=1", reloading)
+        assert "STATUS=reloaded: 1 added (more)" in notify.messages[ready]
+
+
+def test_without_syslog_a_background_daemon_logs_to_a_file_it_names(store):
+    if os.path.exists("/dev/log"):
+        pytest.skip("this machine has syslog: the daemon logs there")
+    mnt = new_mountpoint("fallback")
+    try:
+        done = run_cli([store, mnt], timeout=WAIT_S)
+        assert done.returncode == 0, done.stderr
+        named = re.search(r"the daemon logs to (\S+)", done.stderr)
+        assert named, done.stderr
+        log = Path(named.group(1))
+        assert "mounting" in log.read_text()
+        assert run_cli(["-u", mnt], timeout=WAIT_S).returncode == 0
+        assert "unmounted" in log.read_text()
+    finally:
+        remove_mountpoint(mnt)

@@ -65,10 +65,14 @@ async def reload(mount: Mount) -> None:
         done = await mount.fs.reload(dialect, root)
     except (SourceError, StoreError, FsError) as e:
         log.error("reload failed, the mount shows the hierarchy as before: %s", e)
+        said = f"reload failed: {e}"
+    except Exception as e:  # a reload never takes the mount down
+        log.exception("reload failed, the mount shows the hierarchy as it can")
+        said = f"reload failed: {type(e).__name__}"
     else:
         mount.arrays.root_pipeline = pipeline
         for ino, name in done.stale:
             pyfuse3.invalidate_entry_async(ino, os.fsencode(name), ignore_enoent=True)
         log.info("reloaded the hierarchy: %s", done)
-    finally:
-        sd_notify(f"READY=1\nSTATUS={mount.status()}")
+        said = f"reloaded: {done}"
+    sd_notify(f"READY=1\nSTATUS={said}; {mount.status()}")
