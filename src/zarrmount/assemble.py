@@ -4,6 +4,7 @@ Nothing below builds its own parts, so each is testable with others in their pla
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -16,10 +17,16 @@ from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy import Dialect
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.options import MountOptions
+from zarrmount.store import Store
 from zarrmount.store.aio import AsyncStore
+from zarrmount.store.faults import Fault, FaultyStore
 from zarrmount.vfs import Filesystem
 from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
+
+log = logging.getLogger(__name__)
+
+FAULTS_XATTR = "user.zarrmount.faults"
 
 
 @dataclass
@@ -67,13 +74,33 @@ class Mount(Shared):
             await self.fs.warm_up(self.options.cache_size // 16)
 
 
+def _with_faults(store: Store, options: MountOptions) -> Store:
+    """The store the engine talks to: with ``-o fault=`` faults injected."""
+    if not options.faults:
+        return store
+    log.warning("injecting store faults: %s", "; ".join(options.faults))
+    return FaultyStore(store, [Fault.parse(text) for text in options.faults])
+
+
+def _fault_control(store: FaultyStore):
+    """``setfattr -n user.zarrmount.faults -v 'SPEC\nSPEC' MNT``: the faults from now on
+    (none: an empty value), for a mount started with ``-o fault=``."""
+
+    def set_faults(value: bytes) -> None:
+        specs = [line for line in value.decode(errors="replace").splitlines() if line.strip()]
+        store.faults = [Fault.parse(spec) for spec in specs]  # FaultSpecError: EINVAL
+        log.warning("store faults now: %s", "; ".join(specs) or "none")
+
+    return set_faults
+
+
 def assemble(
     dialect: Dialect,
     root: GroupNode | ArrayNode,
     root_pipeline: Pipeline | None,
     options: MountOptions,
 ) -> Mount:
-    store = AsyncStore(dialect.store, options.max_fetches)
+    store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches)
     cache_size = options.cache_size
     cache: ChunkCache
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
@@ -92,4 +119,6 @@ def assemble(
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
     table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)
     mount.fs = Filesystem(table, root, options, mount.statistics)
+    if isinstance(store.store, FaultyStore):
+        mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)
     return mount

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zarrmount.metrics import parse_address
+from zarrmount.store.faults import Fault, FaultSpecError
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # Options that mount(8) and mount.fuse3 add on their own; accepted and ignored.
@@ -76,6 +77,7 @@ class MountOptions:
     log_file: str | None = None
     log_level: str = "info"
     metrics: str | None = None  # [ADDR:]PORT of a Prometheus endpoint
+    faults: list[str] = field(default_factory=list)  # injected into the store (store/faults.py)
     # fsspec storage options (``so.KEY=VALUE``; values are JSON where they parse as JSON).
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
@@ -225,6 +227,14 @@ def json_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
+def _fault(o: MountOptions, name: str, text: str) -> None:
+    try:
+        Fault.parse(text)
+    except FaultSpecError as e:
+        raise OptionError(f"option {name!r}: {e}") from None
+    o.faults.append(text)
+
+
 def _storage_file(o: MountOptions, name: str, path: str) -> None:
     try:
         with open(path) as f:
@@ -342,6 +352,12 @@ OPTIONS: tuple[Option, ...] = (
         "metrics=ADDR:PORT",
         "serve Prometheus metrics there (a PORT alone: on loopback; zarrmount[metrics])",
         lambda o, _n, v: setattr(o, "metrics", parse_address(v) and v),
+    ),
+    Option(
+        "fault=SPEC",
+        "inject a store fault, for trying things (repeatable): KIND[@FRACTION][/SECONDS]"
+        "[:PATTERN], KIND error, delay, stall, short, corrupt, write_error or sync_error",
+        _fault,
     ),
     Option(
         "log_level=LEVEL",

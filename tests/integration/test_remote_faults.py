@@ -352,6 +352,21 @@ def test_stall_read_fails_within_about_the_timeout(s3_data, fault, ints):
         assert took < timeout + 3, f"EIO after {took:.1f} s with timeout={timeout}"
 
 
+@pytest.mark.parametrize("extra", [(), ("direct_io",)], ids=["page-cache", "direct-io"])
+def test_a_stalled_read_fails_within_1_2x_the_timeout(s3_data, fault, ints, extra):
+    """The deadline bounds what a reader waits: the fetch's own deadline, a little slack to
+    abandon it, and with the page cache the kernel's re-send of the failed read (a short
+    try, as the key failed a moment ago), together within 1.2x ``timeout``."""
+    timeout = 10
+    with mounted(s3_data.v2, _opts(fault, timeout, *extra), tag="fstall12") as m:
+        fault.set("stall", CHUNK_1_0)
+        got, took = _timed_pread(m, "ints", CHUNK_1_0_OFFSET, 100)
+        assert isinstance(got, OSError) and got.errno == errno.EIO, got
+        assert took < 1.2 * timeout, f"EIO after {took:.2f} s with timeout={timeout}"
+        fault.set("pass")
+        _assert_normal_read(m, ints)
+
+
 def test_stall_on_a_group_listing(s3_data, fault):
     """Listing a group (no consolidated metadata) that stalls: EIO, then it works."""
     timeout = 2

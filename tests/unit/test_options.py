@@ -20,6 +20,7 @@ SO_JSON.write_text('{"anon": true, "client_kwargs": {"region_name": "a,b"}}')
 SAMPLES = {
     "FILE": str(SO_JSON),
     "ADDR:PORT": "127.0.0.1:9109",
+    "SPEC": "error@0.5:c/0/",
     "SIZE": "48M",
     "SECONDS": "2.5",
     "N": "7",

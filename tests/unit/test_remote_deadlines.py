@@ -138,7 +138,8 @@ def test_repeat_of_a_fresh_failure_gets_a_short_deadline(monkeypatch):
         assert isinstance(got, StoreError) and took >= 0.3
 
     trio.run(main)
-    assert store.deadlines == [None, 0.05, None, 0.05, None, 0.05, None]
+    short = min(0.05, 0.3 * aio_module.RETRY_SHARE)  # a twentieth of the deadline at most
+    assert store.deadlines == [None, short, None, short, None, short, None]
     assert astore.stats.errors == 5 and astore.stats.gets == 2
 
 

@@ -203,8 +203,13 @@ class Operations(pyfuse3.Operations):
     def _refuse(self, otherwise: int) -> None:
         raise FsError(errno.EROFS if self.fs.options.read_only else otherwise)
 
-    # Extended attributes are the metadata's: none is set or removed through the mount.
-    setxattr = _refusing("setxattr", errno.ENOTSUP)
+    # Extended attributes are the metadata's: none is set or removed through the mount,
+    # but for the mount root's controls (the faults of a mount that tries them).
+    @_guard
+    async def setxattr(self, inode, name, value, ctx):
+        if not self.fs.control(inode, os.fsdecode(name), bytes(value), ctx.uid):
+            self._refuse(errno.ENOTSUP)
+
     removexattr = _refusing("removexattr", errno.ENOTSUP)
     # The tree is the hierarchy's metadata: no file or directory is made, removed or
     # renamed through the mount (EROFS on read-only mounts, EPERM on rw ones).

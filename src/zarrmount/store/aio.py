@@ -15,11 +15,14 @@ from zarrmount.store.failures import RecentFailures
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
 # that is back, short enough that the kernel's immediate re-send of a failed read (page
-# cache) does not wait a whole deadline again.
+# cache) does not wait a whole deadline again. At most a twentieth of the store's
+# deadline, as the slack below: a stalled read fails within 1.2x the deadline.
 RETRY_DEADLINE_S = 1.0
+RETRY_SHARE = 0.05
 # A hung call is abandoned this long after its deadline: the store's own deadline, which
 # names the cause, fires first where the backend can cancel the request.
 SLACK_S = 1.0
+SLACK_SHARE = 0.05
 # How long a check that the store's root is there counts (absent keys read as fill values
 # only from a store that is there); a failed check counts for nothing.
 ROOT_CHECK_S = 1.0
@@ -67,7 +70,7 @@ class AsyncStore:
             if not self.store.remote:
                 return await trio.to_thread.run_sync(fn, *args, limiter=limiter)
             # A hung request is abandoned (its thread finishes on its own) after the deadline.
-            with trio.fail_after(deadline + SLACK_S):
+            with trio.fail_after(deadline + min(SLACK_S, deadline * SLACK_SHARE)):
                 return await trio.to_thread.run_sync(
                     fn, *args, limiter=limiter, abandon_on_cancel=True
                 )
@@ -86,7 +89,8 @@ class AsyncStore:
         if not self.store.remote:
             return await self._run(fn, key, *args)
         retry = self._failed.is_fresh(key)
-        deadline = min(RETRY_DEADLINE_S, self.store.deadline_s) if retry else None
+        short = min(RETRY_DEADLINE_S, self.store.deadline_s * RETRY_SHARE)
+        deadline = short if retry else None
         try:
             value = await self._run(
                 functools.partial(fn, deadline_s=deadline), key, *args, deadline_s=deadline

@@ -104,6 +104,8 @@ class Filesystem:
         self.read_bytes = 0  # served by reads
         self.written_bytes = 0  # taken by writes
         self.read_latency: Callable[[float], None] = _ignore  # seconds a read took (metrics)
+        # attributes of the root that set something: name -> setter of its value
+        self.controls: dict[str, Callable[[bytes], None]] = {}
         if isinstance(root, GroupNode):
             table.add(Directory(ROOT_INODE, ROOT_INODE, root, table))
         else:
@@ -264,6 +266,20 @@ class Filesystem:
             found[STATS_XATTR] = json.dumps(self.stats()).encode()
             found[PID_XATTR] = str(os.getpid()).encode()
         return found
+
+    def control(self, ino: int, name: str, value: bytes, uid: int) -> bool:
+        """Set one of the root's controls (``user.zarrmount.faults``); False where there is
+        none of that name. Only root and the mount's owner may."""
+        setter = self.controls.get(name) if ino == ROOT_INODE else None
+        if setter is None:
+            return False
+        if uid not in (0, self.options.uid):
+            raise FsError(errno.EPERM, f"{name}: only root and the mount's owner")
+        try:
+            setter(value)
+        except ValueError as e:
+            raise FsError(errno.EINVAL, str(e)) from e
+        return True
 
     def getxattr(self, ino: int, name: str) -> bytes:
         value = self.xattrs(ino).get(name)
