@@ -31,6 +31,10 @@ class ArrayFile(Node):
         self.opens = 0  # handles open on it
         table.noticed(array.path, array.meta.attributes, array.meta.nbytes)
 
+    @property
+    def model(self) -> ArrayNode:
+        return self.array
+
     def mode(self, read_only: bool) -> int:
         return stat.S_IFREG | (0o444 if read_only else 0o644)
 

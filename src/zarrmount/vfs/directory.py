@@ -14,6 +14,12 @@ from zarrmount.vfs.node import Context, Node
 from zarrmount.vfs.xattrs import group_xattrs
 
 
+def _same(old: object | None, new: object) -> bool:
+    """The same description (metadata, attributes): dataclasses holding NumPy arrays, so
+    compared by their text (only when reloading)."""
+    return old is not None and repr(old) == repr(new)
+
+
 class Directory(Node):
     """A group (or, with no group, the directory holding a root array)."""
 
@@ -58,13 +64,17 @@ class Directory(Node):
         if old is None:
             return set(), set(), set()
         found = self.held or await self.table.tree.children(self.group)
-        keys = {child.name: repr(child.node) for child in found}
-        kept = old.kept(keys)
-        fresh = [child for child in found if child.name not in kept.keys]
+        same = {c.name for c in found if _same(self.table.model(old, c.name), c.node)}
+        kept = old.kept(same, {c.name for c in found})
+        fresh = [child for child in found if child.name not in same]
         self.listing = new = await self.table.adopt(self, fresh, kept)
         before, after = old.entries, new.entries
         replaced = {n for n in before.keys() & after.keys() if before[n] != after[n]}
         return after.keys() - before.keys(), before.keys() - after.keys(), replaced
+
+    @property
+    def model(self) -> GroupNode | None:
+        return self.group
 
     def hold(self, child: Child) -> None:
         """Hold ``child`` without listing a group (the root array's directory)."""

@@ -41,6 +41,7 @@ class Node:
     __slots__ = ("ino", "parent")
     is_dir = False
     nlink = 1
+    model: object | None = None  # the group or array a child of a group shows (reloads)
 
     def __init__(self, ino: int, parent: int) -> None:
         self.ino = ino
@@ -88,6 +89,9 @@ class Context(Protocol):
 
     async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
         """The listing of ``parent`` holding ``children`` (and sidecars), after ``kept``."""
+
+    def model(self, listing: Listing, name: str) -> object | None:
+        """What the child ``name`` of ``listing`` showed, if shown."""
 
     def noticed(self, path: str, attributes: dict, nbytes: int | None = None) -> None:
         """A node was added (statistics, warnings)."""

@@ -79,7 +79,6 @@ class InodeTable:
         texts: list[tuple[str, ArrayNode, ArrayFile | None]] = []
         for child in children:
             model = child.node
-            listing.keys[child.name] = repr(model)
             if isinstance(model, HiddenNode):
                 log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
             elif isinstance(model, GroupNode):
@@ -131,7 +130,16 @@ class InodeTable:
             return
         if file is None:
             self.noticed(array.path, array.meta.attributes, size)
-        listing.put(name + ".txt", name, self.add(TextFile(self.next_ino(), parent.ino, text)).ino)
+        node = TextFile(self.next_ino(), parent.ino, text, array if file is None else None)
+        listing.put(name + ".txt", name, self.add(node).ino)
+
+    def model(self, listing: Listing, name: str) -> object | None:
+        """What the child ``name`` of a listing showed (a group, an array), if shown."""
+        text = name + ".txt"  # all an array of variable-length strings shows
+        ino = listing.entries.get(name)
+        if ino is None and listing.owners.get(text) == name:
+            ino = listing.entries[text]
+        return None if ino is None else self[ino].model
 
     def noticed(self, path: str, attributes: dict, nbytes: int | None = None) -> None:
         """A node was added (an array when it has ``nbytes``): count it and its bytes, warn

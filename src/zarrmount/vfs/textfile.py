@@ -9,16 +9,22 @@ import stat
 import numpy as np
 
 from zarrmount.array import TextArray
+from zarrmount.format.model import ArrayNode
 from zarrmount.vfs.node import Handle, Node
 
 
 class TextFile(Node):
-    __slots__ = ("text", "opens")
+    __slots__ = ("text", "opens", "array")
 
-    def __init__(self, ino: int, parent: int, text: TextArray) -> None:
+    def __init__(self, ino: int, parent: int, text: TextArray, array: ArrayNode | None) -> None:
         super().__init__(ino, parent)
         self.text = text
         self.opens = 0
+        self.array = array  # an array of variable-length strings: this file shows it
+
+    @property
+    def model(self) -> ArrayNode | None:
+        return self.array
 
     def mode(self, read_only: bool) -> int:
         return stat.S_IFREG | 0o444

@@ -1,0 +1,52 @@
+"""Reloading the hierarchy without FUSE (``Filesystem.reload``): unchanged nodes keep their
+inodes (an array of strings is not measured again), changed and new ones are made anew,
+removed ones leave the listing, and a new real node takes a sidecar's name."""
+
+from __future__ import annotations
+
+import numpy as np
+import trio
+import zarr
+
+from zarrmount import hierarchy
+from zarrmount.assemble import assemble
+from zarrmount.options import MountOptions
+from zarrmount.store.local import LocalStore
+from zarrmount.vfs.table import ROOT_INODE
+
+
+def _open(root: str):
+    return hierarchy.open_hierarchy(LocalStore(root))
+
+
+def test_reload_keeps_what_did_not_change(tmp_path):
+    root = str(tmp_path / "r.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=3)
+    group.create_array("same", shape=(4, 4), dtype="<f4")[...] = 1
+    group.create_array("changes", shape=(4, 4), dtype="<f4")[...] = 2
+    group.create_array("goes", shape=(2,), dtype="u1")
+    group.create_array("names", shape=(3,), dtype=str)[:] = ["a", "b", "c"]
+    dialect, node, pipeline = _open(root)
+    fs = assemble(dialect, node, pipeline, MountOptions(sidecars=["envi", "text"])).fs
+
+    async def main() -> None:
+        before = dict(await fs.table[ROOT_INODE].children())
+        measured = fs.table[before["names.txt"]].text.starts
+        group["changes"].attrs["units"] = "m"
+        del group["goes"]
+        group.create_array("same.hdr", shape=(1,), dtype="u1")  # takes the sidecar's name
+        group.create_array("new", shape=(2,), dtype="u1")
+        done = await fs.reload(*_open(root)[:2])
+        after = await fs.table[ROOT_INODE].children()
+        assert after["same"] == before["same"] and after["names.txt"] == before["names.txt"]
+        assert fs.table[after["names.txt"]].text.starts is measured  # not measured again
+        assert after["changes"] != before["changes"]
+        assert after["same.hdr"] != before["same.hdr"]  # the real array now
+        assert fs.table[after["same.hdr"]].size() == 1
+        assert "goes" not in after and "new" in after
+        assert sorted(done.added) == ["new"] and sorted(done.removed) == ["goes"]
+        assert {"changes", "same.hdr"} <= set(done.replaced)
+        assert {name for _, name in done.stale} >= {"new", "goes", "changes", "same.hdr"}
+
+    trio.run(main)
+    assert np.array_equal(zarr.open_array(root, path="same", mode="r")[...], np.ones((4, 4)))
