@@ -45,11 +45,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _no_mount_left_behind(tmp_path_factory):
     """Daemon logs go to a pytest temporary directory. Safety net: after the session, no
-    mount made by these tests may remain."""
+    mount made by these tests may remain, nor the journals of their stores."""
     mounting.LOG_DIR = str(tmp_path_factory.mktemp("zarrmount-logs"))
     yield
     # only mountpoints made by this session: another session may be mounting concurrently
     mounting.cleanup_created_mountpoints()
+    mounting.remove_journals_of(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from zarrmount.codecs import Pipeline
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy import Dialect
 from zarrmount.hierarchy.tree import Tree
+from zarrmount.journal import Journal
 from zarrmount.options import MountOptions
 from zarrmount.store import Store
 from zarrmount.store.aio import AsyncStore
@@ -35,6 +36,7 @@ class Mount(Shared):
     runs their background tasks."""
 
     options: MountOptions
+    journal: Journal | None = None  # where writes wait until stored (-o journal)
     arrays: Arrays = field(init=False)
     fs: Filesystem = field(init=False)
     started: float = field(default_factory=time.monotonic)
@@ -55,7 +57,18 @@ class Mount(Shared):
                 "cache_entries": len(cache),
                 "decode_ms": self.decoders.decode_ns // 1_000_000,
             }
+            | self._journal_statistics()
         )
+
+    def _journal_statistics(self) -> dict[str, int]:
+        journal = self.journal
+        if journal is None:
+            return {}
+        return {
+            "journal_entries": journal.entries,
+            "journal_bytes": journal.written,
+            "journal_segments": len(journal.sealed) + (journal.active_bytes > 0),
+        }
 
     def status(self) -> str:
         """One line for systemd's ``STATUS=``: what the mount holds and how it fares."""
@@ -99,6 +112,7 @@ def assemble(
     root: GroupNode | ArrayNode,
     root_pipeline: Pipeline | None,
     options: MountOptions,
+    journal: Journal | None = None,
 ) -> Mount:
     store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches)
     cache_size = options.cache_size
@@ -106,7 +120,7 @@ def assemble(
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
     pool = BufferPool(cache_size, lambda: cache.used)
     cache = ChunkCache(cache_size, recycle=pool.give)
-    mount = Mount(store, cache, pool, Decoders(), Background(), options)
+    mount = Mount(store, cache, pool, Decoders(), Background(), options, journal)
     mount.arrays = Arrays(
         mount,
         read_only=options.read_only,
@@ -115,6 +129,7 @@ def assemble(
         root_pipeline=root_pipeline,
         byteorder=options.byteorder,
         text_max=options.text_max,
+        journal=journal,
     )
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
     table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)

@@ -142,6 +142,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     from zarrmount.assemble import assemble
     from zarrmount.fuse import session
     from zarrmount.fuse.notify import ReadyPipe
+    from zarrmount.recovery import open_journal
 
     # a daemon the command spawned runs with -f too, its stderr going nowhere
     foreground = args.foreground and args.ready_fd is None
@@ -159,14 +160,19 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
         _check_mountpoint(mountpoint)
         dialect, root, pipeline = _open(source, options)
         lock = _lock_writer(dialect.store, mountpoint, options)
+        journal = open_journal(options, dialect.store)
     except CommandError as e:
         log.error("%s", e)
         ready.failed(str(e))
         raise
-    mount = assemble(dialect, root, pipeline, options)
+    mount = assemble(dialect, root, pipeline, options, journal)
+    status = 1
     try:
-        return session.run(mount, source, mountpoint, ready)
+        status = session.run(mount, source, mountpoint, ready)
+        return status
     finally:
+        if journal is not None:
+            journal.close(stored=status == 0)  # else kept for the next mount to replay
         if lock is not None:
             lock.close()
 

@@ -87,6 +87,9 @@ class MountOptions:
     nolock: bool = False  # rw without the store's writer lock (another writer may clash)
     writable: bool = False  # read-write also through mount(8), which adds "rw" on its own
     writeback_delay: float = 5.0  # seconds a dirty chunk may wait before it is stored
+    # where acknowledged writes wait until stored (a directory; "auto": the cache
+    # directory for local stores, none for object stores; "none")
+    journal: str = "auto"
     # files shown beside each array file for other programs (vfs/sidecars.py)
     sidecars: list[str] = field(default_factory=lambda: [*DEFAULT_SIDECARS])
     text_max: int = 64 << 20  # arrays of strings with more text are not shown
@@ -235,6 +238,12 @@ def _fault(o: MountOptions, name: str, text: str) -> None:
     o.faults.append(text)
 
 
+def _journal(o: MountOptions, name: str, text: str) -> None:
+    if not text:
+        raise OptionError(f"{name} needs a directory, or none")
+    o.journal = text if text in ("none", "auto") else os.path.abspath(text)
+
+
 def _storage_file(o: MountOptions, name: str, path: str) -> None:
     try:
         with open(path) as f:
@@ -285,6 +294,12 @@ OPTIONS: tuple[Option, ...] = (
         "writeback_delay=SECONDS",
         "with rw: how long written data may wait (default 5)",
         _number("writeback_delay", float, 0),
+    ),
+    Option(
+        "journal=DIR",
+        "with rw: keep each write in a journal under DIR until it is stored, so a killed "
+        "daemon loses none (default for local stores: the cache directory; none: off)",
+        _journal,
     ),
     Option(
         "read_ahead_kb=N",

@@ -14,6 +14,7 @@ _GROUPS = (
     ("requests", "requests_"),
     ("store", "store_"),
     ("cache", "cache_"),
+    ("journal", "journal_"),
 )
 
 
@@ -32,19 +33,21 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
+def _shown(stats: dict[str, int]) -> str:
+    return ", ".join(
+        f"{name.replace('_', ' ')} {_mib(v) if name.endswith('bytes') else v}"
+        for name, v in stats.items()
+    )
+
+
 def format_stats(stats: dict[str, int]) -> str:
-    """A few lines a person reads: one per group of counters, sizes in MiB."""
+    """A few lines a person reads: one per group of counters (a mount without a journal
+    has none of its own), sizes in MiB."""
     rest = dict(stats)
     lines = []
     for heading, prefix in _GROUPS:
         found = {k[len(prefix) :]: rest.pop(k) for k in list(rest) if k.startswith(prefix)}
-        shown = [
-            f"{name.replace('_', ' ')} {_mib(v) if name.endswith('bytes') else v}"
-            for name, v in found.items()
-        ]
-        lines.append(f"{heading}: " + (", ".join(shown) or "none"))
-    shown = [
-        f"{k.replace('_', ' ')} {_mib(v) if k.endswith('bytes') else v}" for k, v in rest.items()
-    ]
-    lines.append("mount: " + ", ".join(shown))
+        if found or prefix != "journal_":
+            lines.append(f"{heading}: " + (_shown(found) or "none"))
+    lines.append("mount: " + _shown(rest))
     return "\n".join(lines)

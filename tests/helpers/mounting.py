@@ -173,6 +173,23 @@ def cleanup_created_mountpoints() -> list[str]:
     return leftovers
 
 
+def remove_journals_of(base: str | os.PathLike) -> list[str]:
+    """Delete the default journals (rw mounts of local stores) of stores under ``base``:
+    daemons the tests killed leave theirs for a next mount that never comes."""
+    from zarrmount.journal import default_root  # where the daemon keeps them
+
+    removed = []
+    for directory in default_root().glob("*"):
+        try:
+            store = (directory / "store").read_text().strip()
+        except OSError:
+            continue
+        if store.startswith(os.fspath(base) + os.sep):
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(os.fspath(directory))
+    return removed
+
+
 def remove_mountpoint(mnt: str) -> None:
     if not is_mounted(mnt):
         with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ SO_JSON.write_text('{"anon": true, "client_kwargs": {"region_name": "a,b"}}')
 # A value for each placeholder that the option's parser must accept.
 SAMPLES = {
     "FILE": str(SO_JSON),
+    "DIR": "/var/tmp/journals",
     "ADDR:PORT": "127.0.0.1:9109",
     "SPEC": "error@0.5:c/0/",
     "SIZE": "48M",

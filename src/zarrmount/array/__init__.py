@@ -18,6 +18,7 @@ from zarrmount.array.writer import ArrayWriter
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayMeta, ArrayNode
+from zarrmount.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ class Arrays:
         root_pipeline: Pipeline | None = None,
         byteorder: str = "stored",
         text_max: int = 64 << 20,
+        journal: Journal | None = None,
     ) -> None:
         self.shared = shared
         self.read_only = read_only
@@ -44,6 +46,7 @@ class Arrays:
         self.root_pipeline = root_pipeline  # a root array's, built when it was found or reloaded
         self.byteorder = byteorder  # of the bytes array files show (-o byteorder)
         self.text_max = text_max  # the most text an array of strings may show (-o text_max)
+        self.journal = journal  # writes are kept there until stored (-o journal)
         self._writable: list[ArrayWriter] = []
 
     def dtype(self, meta: ArrayMeta) -> np.dtype:
@@ -82,17 +85,19 @@ class Arrays:
             self.shared,
             write_empty_chunks=self.write_empty_chunks,
             dirty_limit=max(self.dirty_limit, node.meta.chunk_nbytes),
+            journal=self.journal,
         )
         self._writable.append(array)
         return array
 
-    async def flush_all(self) -> int:
-        """Store every dirty chunk of every array and make it durable, as unmounting a
-        filesystem does; returns how many arrays failed."""
+    async def flush_all(self, durable: bool = True) -> int:
+        """Store every dirty chunk of every array and make it durable (unless not
+        ``durable``: a journal checkpoint), as unmounting a filesystem does; returns how
+        many arrays failed."""
         failed = 0
         for array in self._writable:
             try:
-                await array.sync()
+                await (array.sync() if durable else array.flush())
             except FsError as e:
                 failed += 1
                 log.error("%s: %s", array.path, e)

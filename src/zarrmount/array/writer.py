@@ -22,6 +22,7 @@ from zarrmount.array.grid import WIDE, Coords
 from zarrmount.array.reader import ArrayReader
 from zarrmount.codecs.base import is_fill
 from zarrmount.errors import FsError
+from zarrmount.journal import Journal, identity
 from zarrmount.layout import Copy, count_touched, pieces, plan_read
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,18 @@ class ArrayWriter(ArrayReader):
 
     writable = True
 
-    def __init__(self, *args, write_empty_chunks: bool = False, dirty_limit: int, **kwargs):
+    def __init__(
+        self,
+        *args,
+        write_empty_chunks: bool = False,
+        dirty_limit: int,
+        journal: Journal | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.write_empty_chunks = write_empty_chunks
+        self.journal = journal  # where each write goes before it is acknowledged
+        self.identity = identity(self.meta.dtype.str, self.meta.shape)
         self.dirty_limit = dirty_limit
         self.mtime_ns = time.time_ns()
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
@@ -126,8 +136,18 @@ class ArrayWriter(ArrayReader):
                 for c in copies:
                     chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
                 self.cache.put_dirty(self.source.key(coords), chunk, chunk.nbytes, self)
+        self._journal(offset, data)  # applied, with no await since: in the order applied
         self.mtime_ns = time.time_ns()
         return len(data)
+
+    def _journal(self, offset: int, data: bytes) -> None:
+        if self.journal is None:
+            return
+        try:
+            self.journal.append(self.path, self.identity, offset, data)
+        except OSError as e:  # applied in the cache, but a crash would lose it: say so
+            log.error("journal: cannot keep a write to %s: %s", self.path or "/", e)
+            raise FsError(_errno_of(e), f"journal of {self.path} failed") from e
 
     def _dirty_chunks(self) -> list[Coords]:
         return [key[1] for key in self.cache.dirty(owner=self)]

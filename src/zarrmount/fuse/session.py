@@ -10,7 +10,7 @@ import tempfile
 import pyfuse3
 import trio
 
-from zarrmount import metrics
+from zarrmount import metrics, recovery
 from zarrmount.assemble import Mount
 from zarrmount.fuse import records, signals
 from zarrmount.fuse.adapter import Operations
@@ -100,6 +100,8 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
         nursery.start_soon(announce)
         if not options.read_only:
             nursery.start_soon(mount.cache.write_back_idle, options.writeback_delay)
+        if mount.journal is not None:
+            nursery.start_soon(recovery.keep, mount.journal, mount.arrays, mount.cache)
         await pyfuse3.main()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()
@@ -136,9 +138,25 @@ def _init(ops: Operations, mountpoint: str, options: set[str]) -> None:
             os.close(saved)
 
 
-def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
-    """Mount ``mount``'s filesystem at ``mountpoint`` and serve it; returns the exit status."""
-    ops = Operations(mount.fs)
+async def _replay(mount: Mount, ready: ReadyPipe) -> bool:
+    """Apply what a killed daemon left in the journal before serving; False (the mount
+    fails, the journal kept) when the store cannot take it."""
+    if mount.journal is None:
+        return True
+    try:
+        await recovery.replay(mount.journal, mount.fs, mount.arrays)
+    except recovery.ReplayError as e:
+        where = mount.journal.directory
+        reason = f"cannot apply the journal {where} (kept for the next mount): {e}"
+        log.error(reason)
+        ready.failed(reason)
+        return False
+    return True
+
+
+async def _run(ops: Operations, mount: Mount, source: str, mountpoint: str, ready: ReadyPipe):
+    if not await _replay(mount, ready):
+        return 1
     try:
         _serve_metrics(mount)
         _init(ops, mountpoint, fuse_options(source, mount.options))
@@ -151,8 +169,8 @@ def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     record = records.write_record(mountpoint)
     status = 0
     try:
-        status = 2 if trio.run(_serve, ops, mount, mountpoint, ready) else 0
-    except BaseException:
+        status = 2 if await _serve(ops, mount, mountpoint, ready) else 0
+    except Exception:
         log.exception("FUSE main loop failed")
         status = 1
     finally:
@@ -160,3 +178,13 @@ def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
         records.remove_record(record)
         log.info("unmounted %s; statistics: %s", mountpoint, json.dumps(mount.fs.stats()))
     return status
+
+
+def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
+    """Mount ``mount``'s filesystem at ``mountpoint`` and serve it (the journal's writes
+    applied first); returns the exit status."""
+    try:
+        return trio.run(_run, Operations(mount.fs), mount, source, mountpoint, ready)
+    except BaseException:
+        log.exception("the mount's event loop failed")
+        return 1

@@ -11,7 +11,7 @@ import stat
 
 import numpy as np
 
-from zarrmount.array import ArrayReader, Swapped
+from zarrmount.array import ArrayReader, ArrayWriter, Swapped
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayNode
 from zarrmount.vfs.node import Context, Handle, Node
@@ -53,6 +53,13 @@ class ArrayFile(Node):
                 engine.mtime_ns = self.table.mtime_ns
         self.table.reopened(self)
         return engine
+
+    def writer(self) -> ArrayWriter | None:
+        """The array's writable engine in its stored byte order (what a journal holds),
+        None on a read-only mount."""
+        engine = self._engine()
+        stored = engine.engine if isinstance(engine, Swapped) else engine
+        return stored if isinstance(stored, ArrayWriter) else None
 
     def open(self, flags: int) -> Handle:
         # O_TRUNC is accepted and changes nothing: the size is the array's (see README).

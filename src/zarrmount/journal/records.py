@@ -1,0 +1,98 @@
+"""Journal entries: one acknowledged write each, framed so that a torn or damaged entry is
+recognised and refused whole, never applied in part.
+
+An entry is a 16-byte header (magic, payload length, payload CRC-32, header CRC-32) and a
+payload: the write's offset, the array's path, the array's identity (dtype and shape: an
+entry is applied only to the array it was written to) and the bytes. A header whose CRC
+fails leaves its length unknown, so the rest of the segment is refused; a payload whose
+CRC fails is refused alone.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+MAGIC = b"ZMJ1"
+HEADER = struct.Struct("<4sIII")  # magic, payload length, payload crc, header crc
+FIXED = struct.Struct("<QHH")  # offset, path length, identity length
+MAX_PAYLOAD = (64 << 20) + FIXED.size + 2 * 0xFFFF  # no write is longer than 64 MiB
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # the array's path in the hierarchy ("" for a root array)
+    identity: str  # the array's dtype and shape when written (see ``identity``)
+    offset: int  # where in the array's file
+    data: bytes | memoryview
+    start: int = 0  # bytes [start, end) of the segment hold it
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Bytes ``[start, end)`` of a segment that are no entry, and why."""
+
+    start: int
+    end: int
+    reason: str
+
+
+def identity(dtype_str: str, shape: tuple[int, ...]) -> str:
+    return f"{dtype_str}{list(shape)}"
+
+
+def frame(path: str, ident: str, offset: int, data: bytes | memoryview) -> list[bytes]:
+    """The parts of one entry, to be written in order (``os.writev``): the data is not
+    copied."""
+    name, what = path.encode(), ident.encode()
+    head = FIXED.pack(offset, len(name), len(what)) + name + what
+    length = len(head) + len(data)
+    if length > MAX_PAYLOAD:
+        raise ValueError(f"a journal entry of {length} bytes is too long")
+    crc = zlib.crc32(data, zlib.crc32(head))
+    header = struct.pack("<4sII", MAGIC, length, crc)
+    return [header + struct.pack("<I", zlib.crc32(header)), head, data]
+
+
+def _payload(view: memoryview, start: int, end: int) -> Entry | None:
+    """The entry a checked payload holds; None when its lengths disagree."""
+    if len(view) < FIXED.size:
+        return None
+    offset, name_len, what_len = FIXED.unpack_from(view)
+    begin = FIXED.size + name_len + what_len
+    if begin > len(view):
+        return None
+    try:
+        path = bytes(view[FIXED.size : FIXED.size + name_len]).decode()
+        what = bytes(view[FIXED.size + name_len : begin]).decode()
+    except UnicodeDecodeError:
+        return None
+    return Entry(path, what, offset, view[begin:], start, end)
+
+
+def scan(buffer: bytes | memoryview) -> Iterator[Entry | Refused]:
+    """The entries of a segment in order, and what is refused between them."""
+    view = memoryview(buffer).cast("B")
+    pos, size = 0, len(view)
+    while pos < size:
+        if size - pos < HEADER.size:
+            yield Refused(pos, size, f"a truncated entry header ({size - pos} bytes)")
+            return
+        magic, length, crc, header_crc = HEADER.unpack_from(view, pos)
+        if magic != MAGIC or zlib.crc32(view[pos : pos + 12]) != header_crc:
+            yield Refused(pos, size, "a damaged entry header: the rest of the segment")
+            return
+        end = pos + HEADER.size + length
+        if length > MAX_PAYLOAD or end > size:
+            yield Refused(pos, size, f"a truncated entry ({size - pos} of {end - pos} bytes)")
+            return
+        payload = view[pos + HEADER.size : end]
+        entry = _payload(payload, pos, end) if zlib.crc32(payload) == crc else None
+        if entry is None:
+            yield Refused(pos, end, "an entry whose checksum or lengths do not match")
+        else:
+            yield entry
+        pos = end

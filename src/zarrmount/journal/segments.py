@@ -1,0 +1,179 @@
+"""A mount's crash journal on local disk: every write appended before it is acknowledged.
+
+The journal of a store is a directory of its own under the journal root (named for the
+store's URL, mode 0700: it holds written data), locked by the mount using it. Entries go to
+numbered segments; a full segment is *sealed* and deleted once every chunk dirty when it
+was sealed has been stored (a checkpoint). Segments found when a mount starts are what a
+killed daemon left: the mount applies them before it serves (``zarrmount/recovery.py``).
+
+An entry is written to the kernel (``writev``) before the write returns: it survives the
+daemon's death (SIGKILL, the OOM killer), not a power cut, which is what ``fsync`` is for.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from zarrmount.journal.records import HEADER, MAX_PAYLOAD, Refused, frame
+
+log = logging.getLogger(__name__)
+
+SEGMENT_BYTES = 64 << 20  # a segment this full is sealed, and a checkpoint asked for
+SUFFIX = ".zj"
+REFUSED_PREFIX = "refused-"
+STORE_FILE = "store"  # names the store, for people looking into the root
+
+
+class JournalError(Exception):
+    """The journal cannot be opened (in use, or its directory cannot be made)."""
+
+
+def default_root() -> Path:
+    """Where journals live unless ``-o journal=DIR`` says: root's under /var/cache, a
+    user's under the XDG cache directory."""
+    if os.getuid() == 0:
+        return Path("/var/cache/zarrmount/journal")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(cache) / "zarrmount" / "journal"
+
+
+def _locked_directory(directory: Path) -> int:
+    """A descriptor of ``directory`` (made if missing) holding its lock; the lock must be
+    on the directory still at that path (a clean close removes it)."""
+    for _ in range(3):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(directory).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except BlockingIOError:
+            os.close(fd)
+            raise JournalError(f"the journal {directory} is in use by another mount") from None
+        except OSError:
+            pass  # removed meanwhile: make it again
+        os.close(fd)
+    raise JournalError(f"cannot lock the journal {directory}")
+
+
+def _number(path: Path) -> int:
+    return int(path.name[: -len(SUFFIX)])
+
+
+class Journal:
+    """The journal of one store, opened by one mount at a time."""
+
+    def __init__(self, directory: Path, lock_fd: int, segment_bytes: int = SEGMENT_BYTES):
+        self.directory = directory
+        self._lock_fd = lock_fd
+        self.segment_bytes = segment_bytes
+        found = sorted(
+            (p for p in directory.glob("*" + SUFFIX) if p.name[: -len(SUFFIX)].isdigit()),
+            key=_number,
+        )
+        self.pending: list[Path] = found  # left by an earlier mount: to replay first
+        self.sealed: list[Path] = []  # full: deleted once their data is stored
+        self._next = (_number(found[-1]) + 1) if found else 1
+        self._fd: int | None = None
+        self._active: Path | None = None
+        self.active_bytes = 0
+        self.replaying = False  # entries being replayed are in the journal already
+        self.on_full: Callable[[], None] = lambda: None
+        self.entries = 0
+        self.written = 0  # bytes of data journaled
+
+    @classmethod
+    def open(cls, root: Path, url: str, segment_bytes: int = SEGMENT_BYTES) -> Journal:
+        """The journal of the store at ``url`` under ``root``, locked for this mount."""
+        directory = root / hashlib.sha256(url.encode()).hexdigest()[:16]
+        try:
+            fd = _locked_directory(directory)
+            (directory / STORE_FILE).write_text(url + "\n")
+        except OSError as e:
+            raise JournalError(f"cannot open the journal {directory}: {e}") from None
+        journal = cls(directory, fd, segment_bytes)
+        if journal.pending:
+            log.warning(
+                "journal %s: %d segment(s) of writes a daemon acknowledged but did not store",
+                directory,
+                len(journal.pending),
+            )
+        return journal
+
+    def append(self, path: str, ident: str, offset: int, data: bytes | memoryview) -> None:
+        """Journal one write; OSError (ENOSPC...) when it could not be, with nothing of it
+        left behind."""
+        if self.replaying:
+            return
+        if self._fd is None:
+            self._active = self.directory / f"{self._next:08d}{SUFFIX}"
+            self._fd = os.open(self._active, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._next += 1
+        parts = frame(path, ident, offset, data)
+        want = sum(len(p) for p in parts)
+        try:
+            done = os.writev(self._fd, parts)
+            if done != want:
+                raise OSError(errno.ENOSPC, f"short journal write ({done} of {want} bytes)")
+        except OSError:
+            os.ftruncate(self._fd, self.active_bytes)  # no torn entry stays behind
+            raise
+        self.active_bytes += want
+        self.entries += 1
+        self.written += len(data)
+        if self.active_bytes >= self.segment_bytes:
+            self.seal()
+            self.on_full()
+
+    def seal(self) -> None:
+        """Start a new segment with the next write; the active one waits for a checkpoint."""
+        if self._fd is None:
+            return
+        os.close(self._fd)
+        self.sealed.append(self._active)
+        self._fd, self._active, self.active_bytes = None, None, 0
+
+    def discard(self, segments: list[Path]) -> None:
+        """Delete ``segments``: what they hold is stored."""
+        for segment in segments:
+            segment.unlink(missing_ok=True)
+        gone = set(segments)
+        self.sealed = [s for s in self.sealed if s not in gone]
+        self.pending = [s for s in self.pending if s not in gone]
+
+    def refuse(self, segment: Path, content: bytes, spans: list[Refused]) -> Path:
+        """Keep the refused bytes of ``segment`` beside it, for a person to look at."""
+        kept = self.directory / f"{REFUSED_PREFIX}{segment.name}"
+        with open(kept, "ab") as f:
+            for span in spans:
+                f.write(content[span.start : span.end])
+        return kept
+
+    @property
+    def largest(self) -> int:
+        """The most bytes a segment of ours holds: full, and one more entry."""
+        return self.segment_bytes + HEADER.size + MAX_PAYLOAD
+
+    def set_aside(self, segment: Path) -> Path:
+        """Keep ``segment`` as refused, whole: it is no segment of ours."""
+        kept = self.directory / f"{REFUSED_PREFIX}{segment.name}"
+        segment.rename(kept)
+        return kept
+
+    def close(self, stored: bool) -> None:
+        """Close; when everything written was ``stored``, delete the segments (and the
+        directory, unless refused entries are kept in it)."""
+        self.seal()
+        if stored:
+            self.discard(self.pending + self.sealed)
+            rest = {p.name for p in self.directory.iterdir()} - {STORE_FILE}
+            if not rest:
+                (self.directory / STORE_FILE).unlink(missing_ok=True)
+                self.directory.rmdir()
+        os.close(self._lock_fd)

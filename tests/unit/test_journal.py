@@ -1,0 +1,157 @@
+"""The crash journal's files: entries framed so that damage is refused whole, segments
+sealed and deleted, the lock, and a failed append leaving nothing behind."""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrmount import recovery
+from zarrmount.journal import Entry, Journal, JournalError, Refused, scan
+from zarrmount.journal.records import frame
+
+entries = st.lists(
+    st.tuples(
+        st.text(max_size=20).filter(lambda s: "\x00" not in s),
+        st.binary(min_size=0, max_size=200),
+        st.integers(0, 2**40),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _framed(items) -> tuple[bytes, list[tuple[str, int, bytes]]]:
+    blob = b"".join(_frames(items))
+    return blob, [(path, off, data) for path, data, off in items]
+
+
+def _frames(items) -> list[bytes]:
+    return [b"".join(frame(path, "<f4[3]", off, data)) for path, data, off in items]
+
+
+def _found(blob: bytes) -> tuple[list[tuple[str, int, bytes]], list[Refused]]:
+    got, refused = [], []
+    for item in scan(blob):
+        if isinstance(item, Entry):
+            got.append((item.path, item.offset, bytes(item.data)))
+            assert item.identity == "<f4[3]"
+        else:
+            refused.append(item)
+    return got, refused
+
+
+@given(entries)
+def test_entries_read_back_in_order(items):
+    blob, expected = _framed(items)
+    assert _found(blob) == (expected, [])
+
+
+@settings(max_examples=300)
+@given(entries, st.data())
+def test_a_cut_segment_gives_whole_entries_then_refuses_the_rest(items, data):
+    """A daemon killed mid-append leaves a prefix: never part of an entry applied."""
+    blob, expected = _framed(items)
+    cut = data.draw(st.integers(0, len(blob) - 1))
+    got, refused = _found(blob[:cut])
+    assert got == expected[: len(got)]
+    ends = itertools.accumulate((len(f) for f in _frames(items)), initial=0)
+    if cut in set(ends):
+        assert not refused
+    else:
+        assert len(refused) == 1 and refused[0].end == cut
+
+
+@settings(max_examples=300)
+@given(entries, st.data())
+def test_a_flipped_bit_is_refused_never_applied(items, data):
+    """Any one damaged bit: every entry read is one that was written, unchanged, and at
+    least one is refused."""
+    blob, expected = _framed(items)
+    bit = data.draw(st.integers(0, len(blob) * 8 - 1))
+    damaged = bytearray(blob)
+    damaged[bit // 8] ^= 1 << (bit % 8)
+    got, refused = _found(bytes(damaged))
+    assert all(entry in expected for entry in got)
+    assert refused and len(got) < len(expected)
+
+
+def test_segments_seal_at_their_size_and_go_once_discarded(tmp_path):
+    journal = Journal.open(tmp_path, "/some/store.zarr", segment_bytes=1000)
+    full = []
+    journal.on_full = lambda: full.append(True)
+    for i in range(5):
+        journal.append("a/b", "<f4[3]", i * 500, b"x" * 500)  # 537 bytes an entry
+    assert len(journal.sealed) == 2 and full == [True, True]
+    assert journal.entries == 5 and journal.written == 2500
+    journal.discard(list(journal.sealed))
+    left = sorted(p.name for p in journal.directory.iterdir())
+    assert left == ["00000003.zj", "store"]
+    journal.close(stored=False)
+    again = Journal.open(tmp_path, "/some/store.zarr")
+    assert [p.name for p in again.pending] == ["00000003.zj"]
+    got, refused = _found(again.pending[0].read_bytes())
+    assert [off for _, off, _ in got] == [2000] and not refused
+    again.append("a/b", "<f4[3]", 0, b"y")
+    assert [p.name for p in again.directory.glob("*.zj")] == ["00000003.zj", "00000004.zj"]
+    again.close(stored=True)
+    assert not again.directory.exists()
+
+
+def test_one_mount_at_a_time_uses_a_journal(tmp_path):
+    first = Journal.open(tmp_path, "s3://bucket/x")
+    with pytest.raises(JournalError, match="in use by another mount"):
+        Journal.open(tmp_path, "s3://bucket/x")
+    other = Journal.open(tmp_path, "s3://bucket/y")  # another store: another journal
+    assert other.directory != first.directory
+    first.close(stored=True)
+    Journal.open(tmp_path, "s3://bucket/x").close(stored=True)
+    other.close(stored=True)
+
+
+def test_a_failed_append_leaves_no_part_of_its_entry(tmp_path, monkeypatch):
+    journal = Journal.open(tmp_path, "/store")
+    journal.append("a", "<f4[3]", 0, b"kept")
+    real = os.writev
+
+    def short(fd, parts):
+        real(fd, [parts[0][:7]])  # a disk that filled up mid-entry
+        return 7
+
+    monkeypatch.setattr(os, "writev", short)
+    with pytest.raises(OSError) as e:
+        journal.append("a", "<f4[3]", 4, b"lost")
+    assert e.value.errno == errno.ENOSPC
+    monkeypatch.setattr(os, "writev", real)
+    journal.close(stored=False)
+    (segment,) = Journal.open(tmp_path, "/store").pending
+    assert _found(segment.read_bytes()) == ([("a", 0, b"kept")], [])
+
+
+def test_refused_bytes_are_kept_beside_the_segment(tmp_path):
+    journal = Journal.open(tmp_path, "/store")
+    journal.append("a", "<f4[3]", 0, b"abc")
+    journal.seal()
+    (segment,) = journal.sealed
+    content = segment.read_bytes() + b"torn"
+    kept = journal.refuse(segment, content, [Refused(len(content) - 4, len(content), "cut")])
+    assert kept.read_bytes() == b"torn"
+    journal.close(stored=True)
+    assert kept.exists()  # refused entries keep the directory for a person to look at
+
+
+def test_a_segment_larger_than_any_of_ours_is_set_aside_unread(tmp_path):
+    """A hostile or foreign file of any size costs no memory: refused whole, kept."""
+    journal = Journal.open(tmp_path, "/store", segment_bytes=1000)
+    big = journal.directory / "00000001.zj"
+    with open(big, "wb") as f:
+        f.truncate(journal.largest + 1)  # sparse: no disk used
+    assert trio.run(recovery._apply, journal, big, None) == (0, 1)
+    assert not big.exists() and (journal.directory / "refused-00000001.zj").exists()
+    journal.close(stored=True)
