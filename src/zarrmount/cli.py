@@ -13,7 +13,6 @@ import sys
 
 from zarrmount import __version__, config, hierarchy, logs
 from zarrmount.errors import CommandError
-from zarrmount.fuse import stale
 from zarrmount.options import MountOptions, OptionError, json_object, options_help
 from zarrmount.store import StoreError, open_store, public_url
 from zarrmount.unmount import cleanup, unmount
@@ -69,8 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check_mountpoint(mountpoint: str) -> None:
-    if stale.dead(mountpoint):  # left by a killed daemon: the next start mounts anew
-        cleanup(mountpoint)
+    cleanup(mountpoint)  # a dead mount a killed daemon left: the next start mounts anew
     if not os.path.isdir(mountpoint):
         raise CommandError(f"mountpoint {mountpoint} is not a directory")
     if os.path.ismount(mountpoint):

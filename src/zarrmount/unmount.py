@@ -16,13 +16,16 @@ UNMOUNT_TIMEOUT_S = 300.0  # as long as the unit waits: a final flush to a remot
 
 def cleanup(mountpoint: str) -> int:
     """Clear a dead zarrmount mount of ours at ``mountpoint``; nothing else is touched."""
-    if not stale.dead(mountpoint):
-        return 0
+    if stale.dead(mountpoint):
+        _clear(mountpoint)
+    return 0
+
+
+def _clear(mountpoint: str) -> None:
     try:
         stale.clear(mountpoint)
     except OSError as e:
         raise CommandError(f"cannot clear the dead mount at {mountpoint}: {e}") from None
-    return 0
 
 
 def unmount(mountpoint: str) -> int:
@@ -31,7 +34,8 @@ def unmount(mountpoint: str) -> int:
     is left to fusermount3, which checks who may unmount it."""
     mountpoint = os.path.abspath(mountpoint)
     if stale.dead(mountpoint):
-        return cleanup(mountpoint)
+        _clear(mountpoint)
+        return 0
     if records.mount_id(mountpoint) is None:
         raise CommandError(f"{mountpoint} is not mounted")
     pid = records.find_daemon(mountpoint)

@@ -60,11 +60,16 @@ class Arrays:
         shown = self.dtype(node.meta)
         return engine if shown == node.meta.dtype else Swapped(engine, shown)
 
-    def text(self, node: ArrayNode, read: Callable[[int, int], Awaitable[bytes]]) -> TextArray:
+    def text(
+        self, node: ArrayNode, read: Callable[[int, int], Awaitable[bytes]] | None
+    ) -> TextArray:
         """The text of an array of strings: decoded from its chunks where its elements
-        vary in length, else from ``read`` (bytes of its array file)."""
+        vary in length (which have no array file), else from ``read`` (bytes of its array
+        file)."""
         if node.meta.strings is not None:
             return chunk_rows(node, self.shared, self.text_max)
+        if read is None:
+            raise ValueError(f"{node.path}: fixed-size strings are read from their file")
         return file_rows(node.meta, self.dtype(node.meta), read, self.text_max)
 
     def _open(self, node: ArrayNode) -> ArrayReader:

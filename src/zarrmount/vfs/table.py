@@ -26,10 +26,6 @@ log = logging.getLogger(__name__)
 ROOT_INODE = 1
 
 
-async def _no_file(offset: int, size: int) -> bytes:
-    raise AssertionError("arrays of variable-length strings have no file")
-
-
 # Read-only array files whose engine is kept after their last close, most recent first: a
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
@@ -122,7 +118,7 @@ class InodeTable:
         if name + ".txt" in listing.entries:
             log.warning("%s: no text sidecar: a node of that name exists", name)
             return
-        text = self.arrays.text(array, file.contents if file else _no_file)
+        text = self.arrays.text(array, file and file.contents)
         try:
             size = await text.measure()
         except (TooLong, FsError) as e:
