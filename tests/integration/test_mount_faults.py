@@ -140,3 +140,32 @@ def test_without_fault_option_there_is_no_control(store):
         with pytest.raises(OSError) as e:
             os.setxattr(m.path, "user.zarrmount.faults", b"error")
         assert e.value.errno == errno.ENOTSUP
+
+
+def test_a_damaged_read_of_a_shard_being_rewritten_is_never_stored(tmp_path):
+    """A shard's rewrite copies the inner chunks nobody wrote from the stored shard: read
+    damaged then, the rewrite fails (EIO at fsync, the key in the log) and stores nothing;
+    once the store reads right, the write is stored and every inner chunk is intact."""
+    root = str(tmp_path / "s.zarr")
+    array = zarr.create_array(
+        root, shape=(8, 8), chunks=(4, 4), shards=(8, 8), dtype="<u2",
+        compressors=zarr.codecs.BloscCodec(cname="lz4"),
+    )  # fmt: skip
+    array[...] = np.arange(64, dtype="<u2").reshape(8, 8)
+    expected = array[...]
+    expected[7, 0] = 1
+    with mounted(root, ["rw", "writeback_delay=600", "fault=delay@0"], tag="fault-sh") as m:
+        fd = os.open(m.p("array"), os.O_RDWR)
+        try:
+            os.pwrite(fd, b"\x01\x00", 2 * (8 * 7))  # element (7, 0): inner chunk (1, 0)
+            os.setxattr(m.path, "user.zarrmount.faults", b"corrupt")
+            with pytest.raises(OSError) as e:
+                os.fsync(fd)
+            assert e.value.errno == errno.EIO
+            assert "inner chunks [[0, 0]] to keep do not decode" in m.read_log()
+            assert np.array_equal(zarr.open_array(root, mode="r")[...][:4], expected[:4])
+            os.setxattr(m.path, "user.zarrmount.faults", b"")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    assert np.array_equal(zarr.open_array(root, mode="r")[...], expected)

@@ -3,6 +3,7 @@ whole or in part, and building a new shard on write-back."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -44,9 +45,11 @@ class ShardReader:
         cache: ChunkCache,
         decoders: Decoders,
         states: UnitStates,
+        check: Callable[[bytes], object],
     ) -> None:
         self.path, self.grid, self.store, self.cache = path, grid, store, cache
         self.decoders, self.states = decoders, states
+        self.check = check  # decodes an inner chunk (ChunkDecodeError), in a worker thread
 
     async def index(self, key: str) -> np.ndarray:
         """The shard's index, from the cache; empty when the shard does not exist."""
@@ -133,24 +136,47 @@ class ShardReader:
         coordinates; None: all fill), the others copied from the old shard; None when
         nothing is left to store."""
         grid = self.grid
-        spec = grid.sharding
         inner = grid.inner(unit)
         # A shard whose inner chunks are all rewritten needs nothing of the old one.
-        old = None if len(encoded) == len(inner) else await self.store.get(grid.key(unit))
-        index = None
-        if old is not None:
-            tail = old[-spec.index_nbytes :] if spec.at_end else old[: spec.index_nbytes]
-            index = await self.decoders.run(spec.decode_index, tail)
-        pieces: dict[Coords, bytes] = {}
+        copied = {} if len(encoded) == len(inner) else await self._old_pieces(unit, encoded)
+        pieces = {}
         for local, coords in inner:
-            if coords in encoded:
-                raw = encoded[coords]
-            elif index is not None and (found := self.inner_range(index, local)) is not None:
-                raw = old[found[0] : found[0] + found[1]]
-            else:
-                raw = None
+            raw = encoded[coords] if coords in encoded else copied.get(local)
             if raw is not None:
                 pieces[local] = raw
         if not pieces:
             return None
-        return await self.decoders.run(spec.assemble, pieces)
+        return await self.decoders.run(grid.sharding.assemble, pieces)
+
+    async def _old_pieces(self, unit: Coords, encoded: dict) -> dict[Coords, bytes]:
+        """The inner chunks of the stored shard that ``encoded`` leaves as they are, each
+        checked to decode: a damaged read must not be stored for good. One that does not
+        decode fails the rewrite (the new data stays dirty, tried again; writing that
+        inner chunk whole replaces it)."""
+        key = self.grid.key(unit)
+        pieces = await self._pieces(await self.store.get(key), unit, encoded)
+        bad = await self.decoders.run(self._undecodable, pieces)
+        if bad:
+            raise ChunkDecodeError(f"{key}: inner chunks {bad} to keep do not decode")
+        return pieces
+
+    async def _pieces(self, old: bytes | None, unit: Coords, encoded: dict) -> dict:
+        if old is None:
+            return {}
+        spec = self.grid.sharding
+        tail = old[-spec.index_nbytes :] if spec.at_end else old[: spec.index_nbytes]
+        index = await self.decoders.run(spec.decode_index, tail)
+        pieces: dict[Coords, bytes] = {}
+        for local, coords in self.grid.inner(unit):
+            if coords not in encoded and (found := self.inner_range(index, local)) is not None:
+                pieces[local] = old[found[0] : found[0] + found[1]]
+        return pieces
+
+    def _undecodable(self, pieces: dict[Coords, bytes]) -> list[list[int]]:
+        bad = []
+        for local, raw in pieces.items():
+            try:
+                self.check(raw)
+            except ChunkDecodeError:
+                bad.append(list(local))
+        return bad

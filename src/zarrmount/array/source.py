@@ -76,7 +76,7 @@ class ChunkSource:
         self.grid = UnitGrid(meta, node.data_prefix, pipeline.sharding)
         self.states = UnitStates()
         self.shards = ShardReader(
-            self.path, self.grid, self.store, self.cache, self.decoders, self.states
+            self.path, self.grid, self.store, self.cache, self.decoders, self.states, self.check
         )
         self.listing = Listing(self.path, self.grid, self.store, self.cache, self.states)
 
@@ -124,6 +124,14 @@ class ChunkSource:
         with self.decoders.timed():
             chunk = self.pipeline.decode(raw, buffer)
         return Loaded(chunk.view(self.raw), chunk.nbytes, buffer)
+
+    def check(self, raw: bytes | memoryview) -> None:
+        """Decode ``raw`` only to know it decodes (ChunkDecodeError when not)."""
+        buffer = self.pool.take(self.meta.chunk_nbytes)
+        try:
+            self.pipeline.decode(raw, buffer)
+        finally:
+            self.pool.give(buffer)
 
     async def decode(self, raw: bytes) -> Loaded:
         return await self.decoders.run(self.decode_into, raw)
