@@ -51,6 +51,8 @@ def test_a_read_fault_fails_only_the_reads_of_its_chunk(store, kind):
             assert e.value.errno == errno.EIO
         assert m.wait_for_log("c/1/0"), m.read_log()[-2000:]
         m.assert_alive()
+        if kind == "error":  # the store failed (short and corrupt values fail to decode)
+            assert m.stats()["store_errors"] > 0
 
 
 def test_a_delay_slows_reads_and_changes_no_byte(store):

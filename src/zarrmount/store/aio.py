@@ -173,7 +173,13 @@ class AsyncStore:
             raw = await self.get(key)
             return None if raw is None else await trio.to_thread.run_sync(use, raw, limiter=limiter)
         # not _run: a chunk that fails to decode is no store error
-        found = await trio.to_thread.run_sync(self._read_use, key, buffer_for, use, limiter=limiter)
+        try:
+            found = await trio.to_thread.run_sync(
+                self._read_use, key, buffer_for, use, limiter=limiter
+            )
+        except StoreError:
+            self.stats.errors += 1
+            raise
         self._count_get(found[1])
         return found[0]
 
