@@ -34,9 +34,25 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
+import zarr
 
-from helpers.rw_tools import pread_all, pwrite_all
+from helpers.rw_tools import pread_all, pwrite_all, v2_spec, v3_spec
 
+# The arrays soaked, by mount: a v2 one, and v3 ones (sharded with blosc; gzip).
+ARRAYS = {
+    "v2": {"zstd": v2_spec((1500, 5000), (100, 300), ">i4", fill_value=7)},
+    "v3": {
+        "sharded-blosc": v3_spec(
+            (4000, 4000),
+            (100, 100),
+            "<u2",
+            fill_value=3,
+            shards=(400, 800),
+            compressor=zarr.codecs.BloscCodec(cname="lz4"),
+        ),
+        "gzip": v3_spec((800, 5000), (64, 500), "<i8", compressor=zarr.codecs.GzipCodec(level=1)),
+    },
+}
 MAX_WRITE = 300_000
 SLOW_S = 30.0  # no single operation may take longer
 FSYNC_EVERY = 50

@@ -14,7 +14,6 @@ import contextlib
 import os
 
 import pytest
-import zarr
 from helpers import rw_tools, soak
 from helpers.rw_tools import assert_store_equals
 
@@ -26,26 +25,7 @@ SOAK_S = float(os.environ.get("ZARRMOUNT_SOAK_S", "100"))
 CACHE = int(os.environ.get("ZARRMOUNT_SOAK_CACHE_MIB", "32")) * MIB
 
 # Mount name: (cache size, writeback delay, {array name: spec})
-MOUNTS = {
-    "v2": (CACHE, 2, {"zstd": rw_tools.v2_spec((1500, 5000), (100, 300), ">i4", fill_value=7)}),
-    "v3": (
-        CACHE,
-        1,
-        {
-            "sharded-blosc": rw_tools.v3_spec(
-                (4000, 4000),
-                (100, 100),
-                "<u2",
-                fill_value=3,
-                shards=(400, 800),
-                compressor=zarr.codecs.BloscCodec(cname="lz4"),
-            ),
-            "gzip": rw_tools.v3_spec(
-                (800, 5000), (64, 500), "<i8", compressor=zarr.codecs.GzipCodec(level=1)
-            ),
-        },
-    ),
-}
+MOUNTS = {"v2": (CACHE, 2, soak.ARRAYS["v2"]), "v3": (CACHE, 1, soak.ARRAYS["v3"])}
 
 
 def make_stores(tmp_path, mounts: dict) -> dict[str, list[rw_tools.Store]]:

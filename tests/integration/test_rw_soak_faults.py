@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zarr
 from helpers import mounting, rw_tools, soak
 from helpers.rw_tools import assert_store_equals
 
@@ -64,25 +63,7 @@ FAULT_LINE = re.compile(r"ERROR zarrmount\.array\.failures: |injected")
 
 # Mount name: (writeback delay, {array name: spec}). v3 stores only on pressure, fsync or
 # close: its daemon dies with acknowledged writes not stored yet (the test checks).
-MOUNTS = {
-    "v2": (2, {"zstd": rw_tools.v2_spec((1500, 5000), (100, 300), ">i4", fill_value=7)}),
-    "v3": (
-        600,
-        {
-            "sharded-blosc": rw_tools.v3_spec(
-                (4000, 4000),
-                (100, 100),
-                "<u2",
-                fill_value=3,
-                shards=(400, 800),
-                compressor=zarr.codecs.BloscCodec(cname="lz4"),
-            ),
-            "gzip": rw_tools.v3_spec(
-                (800, 5000), (64, 500), "<i8", compressor=zarr.codecs.GzipCodec(level=1)
-            ),
-        },
-    ),
-}
+MOUNTS = {"v2": (2, soak.ARRAYS["v2"]), "v3": (600, soak.ARRAYS["v3"])}
 
 
 @dataclass
