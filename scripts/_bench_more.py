@@ -1,8 +1,11 @@
 """More cases for scripts/bench (``--more``): a sequential write, and reads from S3.
 
 Each case measures the mount and zarr-python on the same data in the same run, alternating
-over repetitions, and prints both throughputs and the ratio. Shares the helpers of
-scripts/_bench.py (fresh mounts, dropped page cache, page-aligned reused read buffer).
+over repetitions, and prints both throughputs and the ratio; the write case measures the
+mount twice, without and with the crash journal (``-o journal=none``, ``journal=DIR``), and
+gives the journal's cost (throughput and daemon CPU seconds per GB, journal/none). Shares the
+helpers of scripts/_bench.py (fresh mounts, dropped page cache, page-aligned reused read
+buffer).
 """
 
 from __future__ import annotations
@@ -24,72 +27,139 @@ import _bench_data as d  # noqa: E402
 import _bench_remote  # noqa: E402
 import _bench_sys as b  # noqa: E402
 
+NONE, JOURNAL, ZARR = "journal=none", "journal=DIR", "zarr-python"
+WRITE_VARIANTS = (NONE, JOURNAL, ZARR)  # this order in even repetitions, reversed in odd
+PID_XATTR = "user.zarrmount.pid"
+DD_FLAGS = ("conv=notrunc,fsync", "status=none")
 
-def case_write(args, work: Path) -> list[str]:
+
+def case_write(args: argparse.Namespace, work: Path) -> list[str]:
+    """A sequential write of a raw file into a fresh v2 blosc-lz4 array: through the mount
+    without and with the crash journal (dd bs=1M + fsync), and by zarr-python (arr[:])."""
     rows = d.rows_for(args.size_gib)
-    nbytes = rows * d.NCOLS * 4
     raw = work / "write-source.f32"
     data = np.concatenate([d.generate_block(r, r + 1024) for r in range(0, rows, 1024)])
     data.tofile(raw)
     dest = work / "write-target.zarr"
-    mount_r, zarr_r = [], []
-    comp = d.DATASETS[1].codec()
+    b.log(f"  journal=DIR is {work / 'journal'}")
+    gbps: dict[str, list[float]] = {v: [] for v in WRITE_VARIANTS}
+    cpu_per_gb: dict[str, list[float]] = {NONE: [], JOURNAL: []}
     for rep in range(args.reps):
-        for which in ("mount", "zarr") if rep % 2 == 0 else ("zarr", "mount"):
-            shutil.rmtree(dest, ignore_errors=True)
-            arr = zarr.create_array(
-                str(dest),
-                shape=data.shape,
-                chunks=d.CHUNKS,
-                dtype="<f4",
-                compressors=comp,
-                zarr_format=2,
-                fill_value=0.0,
-            )
-            subprocess.run(["cat", str(raw)], stdout=subprocess.DEVNULL, check=True)  # warm
-            if which == "mount":
-                mnt = work / "mnt"
-                b.unmount(args.zarrmount, mnt)
-                mnt.mkdir(exist_ok=True)
-                subprocess.run(
-                    [args.zarrmount, str(dest), str(mnt), "-o", f"rw,log={work / 'zarrmount.log'}"],
-                    check=True,
-                )
-                try:
-                    t0 = time.perf_counter()
-                    subprocess.run(
-                        [
-                            "dd",
-                            f"if={raw}",
-                            f"of={mnt / 'array'}",
-                            "bs=1M",
-                            "conv=notrunc,fsync",
-                            "status=none",
-                        ],
-                        check=True,
-                    )
-                    dt = time.perf_counter() - t0
-                finally:
-                    b.unmount(args.zarrmount, mnt)
-                mount_r.append(nbytes / dt / 1e9)
-                b.log(f"  write mount (dd bs=1M + fsync) {mount_r[-1]:6.3f} GB/s")
+        for which in WRITE_VARIANTS if rep % 2 == 0 else WRITE_VARIANTS[::-1]:
+            arr = _fresh_target(dest, data.shape)
+            if which == ZARR:
+                seconds, note = _zarr_write(arr, data, raw), "arr[:] = data"
             else:
-                t0 = time.perf_counter()
-                arr[:] = data
-                dt = time.perf_counter() - t0
-                zarr_r.append(nbytes / dt / 1e9)
-                b.log(f"  write zarr arr[:] = data      {zarr_r[-1]:6.3f} GB/s")
-            check = zarr.open_array(str(dest), mode="r")
-            for r in (0, rows // 2, rows - 1):
-                if not np.array_equal(check[r], data[r]):
-                    raise b.BenchError(f"write ({which}): row {r} differs after the write")
+                seconds, cpu = _mount_write(args, work, raw, dest, which == JOURNAL)
+                cpu_per_gb[which].append(cpu / (data.nbytes / 1e9))
+                note = f"dd + fsync, daemon {cpu_per_gb[which][-1]:5.2f} CPU-s/GB"
+            gbps[which].append(data.nbytes / seconds / 1e9)
+            b.log(f"  write {which:<12} {gbps[which][-1]:6.3f} GB/s  ({note})")
+            _check_written(dest, data, which)
     raw.unlink()
     shutil.rmtree(dest, ignore_errors=True)
-    m, z = statistics.median(mount_r), statistics.median(zarr_r)
-    return [
-        f"sequential write (v2 lz4 4 MiB chunks)  mount {m:.3f} GB/s  "
-        f"zarr-python {z:.3f} GB/s  ratio {m / z:.2f}x"
-    ]
+    return _write_summary(gbps, cpu_per_gb)
+
+
+def _fresh_target(dest: Path, shape: tuple[int, ...]) -> zarr.Array:
+    """An empty v2 blosc-lz4 array at ``dest``, whatever was there before."""
+    shutil.rmtree(dest, ignore_errors=True)
+    return zarr.create_array(
+        str(dest),
+        shape=shape,
+        chunks=d.CHUNKS,
+        dtype="<f4",
+        compressors=d.DATASETS[1].codec(),
+        zarr_format=2,
+        fill_value=0.0,
+    )
+
+
+def _zarr_write(arr: zarr.Array, data: np.ndarray, raw: Path) -> float:
+    """Seconds zarr-python takes to write ``data`` into ``arr``."""
+    _ready(raw)
+    t0 = time.perf_counter()
+    arr[:] = data
+    return time.perf_counter() - t0
+
+
+def _ready(raw: Path) -> None:
+    """Right before a measured write: earlier writes on disk, the source in the page cache,
+    and memory touched (shared/notes/machine.md), the same for every variant."""
+    os.sync()
+    _run(["cat", str(raw)], stdout=subprocess.DEVNULL)
+    b.touch_and_free()
+
+
+def _mount_write(
+    args: argparse.Namespace, work: Path, raw: Path, dest: Path, journal: bool
+) -> tuple[float, float]:
+    """``dd`` of ``raw`` into the array of a fresh rw mount of ``dest``, with the journal
+    under ``work/journal`` or none: the seconds it took (the fsync included) and the
+    daemon's CPU seconds meanwhile."""
+    jdir = work / "journal"
+    shutil.rmtree(jdir, ignore_errors=True)
+    opt = f"journal={jdir}" if journal else "journal=none"
+    mnt, logfile = work / "mnt", work / "zarrmount.log"
+    with b.Mount(args.zarrmount, dest, mnt, logfile, [opt], mode="rw"):
+        pid = int(os.getxattr(mnt, PID_XATTR).decode())
+        _ready(raw)
+        cpu0 = _cpu(pid)
+        t0 = time.perf_counter()
+        _run(["dd", f"if={raw}", f"of={mnt / 'array'}", "bs=1M", *DD_FLAGS])
+        seconds = time.perf_counter() - t0
+        cpu = _cpu(pid) - cpu0
+        journaled = (b.daemon_stats(mnt) or {}).get("journal_bytes", 0)
+    _check_journal(jdir, journal, journaled, raw.stat().st_size)
+    return seconds, cpu
+
+
+def _cpu(pid: int) -> float:
+    seconds = b.cpu_seconds(pid)
+    if seconds is None:
+        raise b.BenchError(f"cannot read the CPU time of the daemon (pid {pid})")
+    return seconds
+
+
+def _run(cmd: list[str], stdout: int | None = subprocess.PIPE) -> None:
+    r = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise b.BenchError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
+
+
+def _check_journal(jdir: Path, journal: bool, journaled: int, nbytes: int) -> None:
+    """The daemon journaled every byte written (or none, without the journal), and a
+    clean unmount left no segment behind."""
+    if (journaled < nbytes) if journal else (journaled != 0):
+        raise b.BenchError(f"the daemon journaled {journaled} of {nbytes} bytes written")
+    left = sorted(str(p) for p in jdir.rglob("*") if p.is_file()) if journal else []
+    if left:
+        b.log(f"  WARNING: the journal kept {len(left)} file(s) after unmounting: {left[:5]}")
+
+
+def _check_written(dest: Path, data: np.ndarray, which: str) -> None:
+    check = zarr.open_array(str(dest), mode="r")
+    rows = data.shape[0]
+    for r in (0, rows // 2, rows - 1):
+        if not np.array_equal(check[r], data[r]):
+            raise b.BenchError(f"write ({which}): row {r} differs after the write")
+
+
+def _write_summary(gbps: dict[str, list[float]], cpu_per_gb: dict[str, list[float]]) -> list[str]:
+    speed = {v: statistics.median(x) for v, x in gbps.items()}
+    cpu = {v: statistics.median(x) for v, x in cpu_per_gb.items()}
+    lines = ["sequential write (v2 lz4 4 MiB chunks; dd bs=1M + fsync; zarr-python arr[:])"]
+    for v in (NONE, JOURNAL):
+        lines.append(
+            f"  mount {v:<13} {speed[v]:.3f} GB/s  daemon {cpu[v]:.2f} CPU-s/GB  "
+            f"mount/zarr {speed[v] / speed[ZARR]:.2f}x"
+        )
+    lines.append(f"  zarr-python         {speed[ZARR]:.3f} GB/s")
+    lines.append(
+        f"  journal cost: throughput journal/none {speed[JOURNAL] / speed[NONE]:.2f}x, "
+        f"daemon CPU/GB journal/none {cpu[JOURNAL] / cpu[NONE]:.2f}x"
+    )
+    return lines
 
 
 def main() -> int:
