@@ -58,7 +58,12 @@ class Mount(Shared):
                 "decode_ms": self.decoders.decode_ns // 1_000_000,
             }
             | self._journal_statistics()
+            | self._fault_statistics()
         )
+
+    def _fault_statistics(self) -> dict[str, int]:
+        faulty = self.store.store
+        return {"store_faults_injected": faulty.injected} if isinstance(faulty, FaultyStore) else {}
 
     def _journal_statistics(self) -> dict[str, int]:
         journal = self.journal

@@ -20,7 +20,7 @@ from zarrmount.cache import ChunkCache
 from zarrmount.errors import CommandError, FsError
 from zarrmount.journal import Entry, Journal, JournalError, Refused, default_root, scan
 from zarrmount.options import MountOptions
-from zarrmount.store import Store, public_url
+from zarrmount.store import Store
 from zarrmount.vfs import Filesystem
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
@@ -44,9 +44,7 @@ def open_journal(options: MountOptions, store: Store) -> Journal | None:
     if options.read_only or where == "none" or (where == "auto" and store.remote):
         return None
     try:
-        return Journal.open(
-            default_root() if where == "auto" else Path(where), public_url(store.url)
-        )
+        return Journal.open(default_root() if where == "auto" else Path(where), store.identity)
     except JournalError as e:
         if where != "auto":
             raise CommandError(f"{e} (-o journal=none mounts without one)") from None

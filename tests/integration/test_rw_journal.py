@@ -218,3 +218,16 @@ def test_a_journal_in_use_refuses_a_second_writer(tmp_path):
         rw_tools.rw_mount(store, [journal, "nolock"], tag="juse2"),
     ):
         pass
+
+
+def test_a_store_reached_through_a_symlink_has_the_same_journal(tmp_path):
+    journal = str(tmp_path / "journal")
+    store, model, rng = rw_tools.seeded_store(tmp_path, "v3", 28)
+    link = tmp_path / "link.zarr"
+    link.symlink_to(store.root)
+    linked = rw_tools.Store(str(link), "v3")
+    with _killed_after(linked, [f"journal={journal}"], "jlink") as (_m, fd):
+        _write_some(fd, model, rng, 5)
+    with rw_tools.rw_mount(store, [f"journal={journal}"], tag="jlink2") as m:
+        assert m.wait_for_log("acknowledged writes replayed"), m.read_log()
+    assert_store_equals(store, model)

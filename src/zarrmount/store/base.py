@@ -72,6 +72,12 @@ class Store(ABC):
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
 
+    @property
+    def identity(self) -> str:
+        """The store, named the same however it was reached (its journal's name), with
+        no credentials."""
+        return public_url(self.url)
+
     def lock_writer(self, holder: str) -> object | None:
         """Take the store's writer lock, held until the returned object is closed; None
         where the store has no such lock. If the process dies, the kernel gives up a local

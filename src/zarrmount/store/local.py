@@ -35,6 +35,10 @@ class LocalStore(Store):
         self.url = self.root
         self._real_root = os.path.realpath(self.root)
 
+    @property
+    def identity(self) -> str:
+        return self._real_root  # a store reached through a symlink is the same store
+
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *key_parts(key))
 
