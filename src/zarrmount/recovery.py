@@ -11,6 +11,7 @@ or shape now, is refused whole: one log line, and its bytes kept in the journal 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import trio
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 # How often an idle mount looks whether its journal can go: every chunk stored.
 IDLE_CHECK_S = 10.0
+RETRY_FIRST_S = 1.0  # a failed checkpoint is tried again after this long, then longer
 
 
 class ReplayError(Exception):
@@ -120,6 +122,7 @@ async def replay(journal: Journal, fs: Filesystem, arrays: Arrays) -> None:
     if not journal.pending:
         return
     writers, applied, refused = _Writers(fs), 0, 0
+    started = time.monotonic()
     journal.replaying = True
     try:
         for segment in journal.pending:
@@ -130,11 +133,12 @@ async def replay(journal: Journal, fs: Filesystem, arrays: Arrays) -> None:
     journal.sealed[:0], journal.pending = journal.pending, []
     stored = await checkpoint(journal, arrays)
     log.warning(
-        "journal %s: %d acknowledged writes replayed%s, %d refused; %s",
+        "journal %s: %d acknowledged writes replayed%s, %d refused, in %.1f s; %s",
         journal.directory,
         applied,
         "" if not applied else f" into {sum(w is not None for w in writers.found.values())} arrays",
         refused,
+        time.monotonic() - started,
         "stored" if stored else "not stored yet (kept in the journal and in the cache)",
     )
 
@@ -153,14 +157,20 @@ async def checkpoint(journal: Journal, arrays: Arrays) -> bool:
 
 
 async def keep(journal: Journal, arrays: Arrays, cache: ChunkCache) -> None:
-    """Checkpoint whenever a segment fills, and when an idle mount has stored everything;
-    while storing fails, try again every IDLE_CHECK_S."""
+    """Checkpoint whenever a segment fills, and when an idle mount has stored everything.
+    While storing fails the journal grows, so a failed checkpoint is tried again soon: a
+    second later, then twice as long each time, up to IDLE_CHECK_S."""
+    pause = RETRY_FIRST_S
     while True:
         if not journal.sealed:
             full = trio.Event()
             journal.on_full = full.set
             with trio.move_on_after(IDLE_CHECK_S):
                 await full.wait()
-        due = journal.sealed or (journal.active_bytes and not cache.dirty_bytes)
-        if due and not await checkpoint(journal, arrays):
-            await trio.sleep(IDLE_CHECK_S)
+        if not (journal.sealed or (journal.active_bytes and not cache.dirty_bytes)):
+            continue
+        if await checkpoint(journal, arrays):
+            pause = RETRY_FIRST_S
+        else:
+            await trio.sleep(pause)
+            pause = min(2 * pause, IDLE_CHECK_S)

@@ -54,9 +54,11 @@ FAULT_SETS = (
     ("error@0.05", "sync_error@0.5", "write_error@0.2"),
 )
 ON_S, OFF_S = 2.0, 1.0
+# A restart is live once it has replayed the journal: a long soak's may hold many segments.
+REPLAY_TIMEOUT = 600.0
 REPLAYED = re.compile(
     r"WARNING zarrmount\.recovery: journal \S+: (\d+) acknowledged writes replayed.*, "
-    r"(\d+) refused; (.*)"
+    r"(\d+) refused, in ([0-9.]+) s; (.*)"
 )
 # What the daemon logs of a fault it met: a failed read (the key), write-back or fsync.
 FAULT_LINE = re.compile(r"ERROR zarrmount\.array\.failures: |injected")
@@ -110,7 +112,9 @@ class Tally:
 
 
 @contextlib.contextmanager
-def incarnation(stores: dict, journal: Path, tally: Tally) -> Iterator[dict[str, Daemon]]:
+def incarnation(
+    stores: dict, journal: Path, tally: Tally, timeout: float = mounting.MOUNT_TIMEOUT
+) -> Iterator[dict[str, Daemon]]:
     """A daemon for every mount of ``MOUNTS`` (each replays its journal before it is
     live), with a fault that never fires so that faults can be switched; torn down."""
     with contextlib.ExitStack() as stack:
@@ -123,7 +127,9 @@ def incarnation(stores: dict, journal: Path, tally: Tally) -> Iterator[dict[str,
                 "fault=delay@0",
             ]
             m = stack.enter_context(
-                rw_tools.rw_mount(stores[name][0].root, options, tag=f"soakf-{name}")
+                rw_tools.rw_mount(
+                    stores[name][0].root, options, tag=f"soakf-{name}", timeout=timeout
+                )
             )
             live[name] = Daemon(m, stack.enter_context(rw_tools.RssSampler(m.proc.pid, 0.05)))
             stack.callback(tally.ended, name, live[name])  # before the unmount
@@ -217,8 +223,9 @@ def assert_replayed(live: dict[str, Daemon], lacked: set[str], tally: Tally) -> 
         if name not in lacked and found is None:
             continue
         assert found, f"{name}: no replay logged; log:\n{d.mount.read_log()[-3000:]}"
-        applied, refused, state = int(found[1]), int(found[2]), found[3]
+        applied, refused, state = int(found[1]), int(found[2]), found[4]
         assert applied > 0 and refused == 0 and state == "stored", found[0]
+        print(f"{name}: {applied} writes replayed in {found[3]} s")
         tally.replayed += applied
 
 
@@ -244,7 +251,7 @@ def test_soak_under_faults_with_a_remount_a_sigkill_and_a_restart(tmp_path):
         assert lacked, "every write was stored before the kill: the replay goes untested"
         print(f"killed: the stores of {sorted(lacked)} lack acknowledged writes")
 
-        with incarnation(stores, journal, tally) as live:
+        with incarnation(stores, journal, tally, REPLAY_TIMEOUT) as live:
             assert_replayed(live, lacked, tally)
             assert_stores(stores, targets, "after the restart replayed the journal")
             load(crew, stores, live, tally, dead=True)

@@ -310,6 +310,28 @@ def test_final_flush_asks_systemd_for_time_and_a_failed_one_exits_non_zero(store
         assert "c/0/0" in m.read_log()
 
 
+def test_a_journal_replay_asks_systemd_for_time_before_ready(store, notify, tmp_path):
+    """A killed daemon's acknowledged writes are replayed before READY=1, with
+    EXTEND_TIMEOUT_USEC while that runs: a long replay does not time the start out."""
+    journal = f"journal={tmp_path / 'journal'}"
+    with mounted(store, ["rw", "writeback_delay=600", journal], tag="replay-kill") as m:
+        fd = os.open(m.p("a"), os.O_WRONLY)
+        try:
+            os.write(fd, b"\x01" * 64 * 8)  # row 0, acknowledged, not stored
+            m.proc.send_signal(signal.SIGKILL)
+            assert m.proc.wait(WAIT_S) == -signal.SIGKILL
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    env = {"NOTIFY_SOCKET": notify.path}
+    with mounted(store, ["rw", journal], tag="replay-ready", env=env):
+        ready = notify.wait_for("READY=1")
+        extend = next(i for i, m in enumerate(notify.messages) if "EXTEND_TIMEOUT_USEC=" in m)
+        assert extend < ready, notify.messages
+    row = zarr.open_array(store, path="a", mode="r")[0]
+    assert row.tobytes() == b"\x01" * 64 * 8
+
+
 def test_reload_status_says_what_changed(store, notify):
     with mounted(store, tag="reload-status", env={"NOTIFY_SOCKET": notify.path}) as m:
         first = notify.wait_for("READY=1")

@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pyfuse3
 import trio
@@ -20,6 +22,8 @@ from zarrmount.options import MountOptions
 from zarrmount.store import public_url
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # How often systemd hears the mount's one-line status, and how much more time a final
 # flush asks for each time it says it is still storing.
@@ -37,21 +41,34 @@ def fuse_options(source: str, options: MountOptions) -> set[str]:
     return opts
 
 
-async def _flush_all(mount: Mount) -> int:
-    """Store every dirty chunk; while that runs, ask systemd for more time now and then.
-    Returns how many arrays failed to store theirs."""
+async def _asking_for_time(work: Callable[[], Awaitable[T]]) -> T:
+    """``await work()``, asking systemd for more time now and then while it runs (a final
+    flush, a journal's replay: storing takes as long as the store needs). What ``work``
+    raises is raised as it is, not in an exception group."""
+
+    async def extend() -> None:
+        while True:
+            sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_BY_S * 1_000_000}")
+            await trio.sleep(EXTEND_BY_S / 3)
+
+    failed: Exception | None = None
     async with trio.open_nursery() as nursery:
-
-        async def extend() -> None:
-            while True:
-                sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_BY_S * 1_000_000}")
-                await trio.sleep(EXTEND_BY_S / 3)
-
-        if mount.cache.dirty_bytes:
-            nursery.start_soon(extend)
-        failed = await mount.arrays.flush_all()
+        nursery.start_soon(extend)
+        try:
+            done = await work()
+        except Exception as e:  # noqa: BLE001 - raised again below, whole
+            failed = e
         nursery.cancel_scope.cancel()
-    return failed
+    if failed is not None:
+        raise failed
+    return done
+
+
+async def _flush_all(mount: Mount) -> int:
+    """Store every dirty chunk; returns how many arrays failed to store theirs."""
+    if not mount.cache.dirty_bytes:
+        return await mount.arrays.flush_all()
+    return await _asking_for_time(mount.arrays.flush_all)
 
 
 async def _tell_systemd(mount: Mount) -> None:
@@ -141,10 +158,11 @@ def _init(ops: Operations, mountpoint: str, options: set[str]) -> None:
 async def _replay(mount: Mount, ready: ReadyPipe) -> bool:
     """Apply what a killed daemon left in the journal before serving; False (the mount
     fails, the journal kept) when the store cannot take it."""
-    if mount.journal is None:
+    if mount.journal is None or not mount.journal.pending:
         return True
     try:
-        await recovery.replay(mount.journal, mount.fs, mount.arrays)
+        journal = mount.journal
+        await _asking_for_time(lambda: recovery.replay(journal, mount.fs, mount.arrays))
     except recovery.ReplayError as e:
         where = mount.journal.directory
         reason = f"cannot apply the journal {where} (kept for the next mount): {e}"
