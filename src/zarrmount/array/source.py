@@ -127,11 +127,7 @@ class ChunkSource:
 
     def check(self, raw: bytes | memoryview) -> None:
         """Decode ``raw`` only to know it decodes (ChunkDecodeError when not)."""
-        buffer = self.pool.take(self.meta.chunk_nbytes)
-        try:
-            self.pipeline.decode(raw, buffer)
-        finally:
-            self.pool.give(buffer)
+        self.pool.give(self.decode_into(raw).buffer)
 
     async def decode(self, raw: bytes) -> Loaded:
         return await self.decoders.run(self.decode_into, raw)
