@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from zarrmount.array import Arrays, Shared
 from zarrmount.array.background import Background
 from zarrmount.array.decoders import Decoders
+from zarrmount.array.freshness import Revalidation, Ttl
 from zarrmount.cache import BufferPool, ChunkCache
 from zarrmount.codecs import Pipeline
 from zarrmount.format.model import ArrayNode, GroupNode
@@ -49,6 +50,7 @@ class Mount(Shared):
             | self.store.stats.as_dict("store_")
             | {"store_lists": self.store.list_calls, "store_retries": self.store.retries}
             | cache.stats.as_dict("cache_")
+            | self.revalidation.stats.as_dict("cache_")
             | {
                 "cache_dirty_bytes": cache.dirty_bytes,
                 "cache_loading": cache.in_flight,
@@ -112,6 +114,14 @@ def _fault_control(store: FaultyStore):
     return set_faults
 
 
+def _ttl(options: MountOptions) -> Ttl:
+    """How long cached answers are trusted: a writable mount holds the store's writer lock
+    or lease, so nobody else changes what it caches."""
+    if not options.read_only:
+        return Ttl(None, None)
+    return Ttl(options.metadata_ttl, options.negative_ttl)
+
+
 def assemble(
     dialect: Dialect,
     root: GroupNode | ArrayNode,
@@ -125,7 +135,8 @@ def assemble(
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
     pool = BufferPool(cache_size, lambda: cache.used)
     cache = ChunkCache(cache_size, recycle=pool.give)
-    mount = Mount(store, cache, pool, Decoders(), Background(), options, journal)
+    revalidation = Revalidation(_ttl(options), store, cache)
+    mount = Mount(store, cache, pool, Decoders(), Background(), revalidation, options, journal)
     mount.arrays = Arrays(
         mount,
         read_only=options.read_only,
@@ -138,7 +149,7 @@ def assemble(
     )
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
     table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)
-    mount.fs = Filesystem(table, root, options, mount.statistics)
+    mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):
         mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)
     return mount

@@ -82,6 +82,10 @@ class MountOptions:
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
+    # seconds metadata, listings and cached chunks are trusted before they are checked
+    # against the store again (other writers), and absent names and chunks; None: for good
+    metadata_ttl: float | None = 10.0
+    negative_ttl: float | None = 5.0
     direct_io: bool = False  # no page cache: each read is the application's (no shared mmap)
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
     nolock: bool = False  # rw without the store's writer lock (another writer may clash)
@@ -206,6 +210,22 @@ def _sidecars(o: MountOptions, name: str, text: str) -> None:
     o.sidecars = list(dict.fromkeys(kinds))
 
 
+def _ttl(attr: str) -> Setter:
+    """Seconds (0: check every time), or ``indefinite``: trusted for good."""
+
+    def setter(o: MountOptions, _name: str, text: str) -> None:
+        value = None if text == "indefinite" else float(text)
+        if value is not None and not 0 <= value < float("inf"):
+            raise ValueError(text)
+        setattr(o, attr, value)
+
+    return setter
+
+
+def _immutable(o: MountOptions, _name: str, _value: str) -> None:
+    o.metadata_ttl = o.negative_ttl = None
+
+
 def _choice(attr: str, choices: tuple[str, ...]) -> Setter:
     def setter(o: MountOptions, name: str, text: str) -> None:
         if text not in choices:
@@ -316,6 +336,23 @@ OPTIONS: tuple[Option, ...] = (
         "max_fetches=N",
         "concurrent store requests (default 16 local, 64 remote)",
         _number("max_fetches", int, 1),
+    ),
+    Option(
+        "metadata_ttl=SECONDS",
+        "how long metadata, listings and cached chunks are trusted before they are checked "
+        "against the store again (other writers), or indefinite (default 10)",
+        _ttl("metadata_ttl"),
+    ),
+    Option(
+        "negative_ttl=SECONDS",
+        "how long an absent name or chunk is trusted, or indefinite (default 5)",
+        _ttl("negative_ttl"),
+    ),
+    Option(
+        "immutable",
+        "the store never changes: trust everything for good (both TTLs indefinite)",
+        _immutable,
+        False,
     ),
     Option(
         "so.KEY=VALUE",

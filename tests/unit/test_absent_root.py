@@ -44,3 +44,24 @@ def test_absent_chunks_of_a_vanished_store_fail_and_nothing_is_kept(tmp_path, fm
         assert bytes(await fs.read(fh, 40, 40)) == expected[40:80]  # no error was kept
 
     trio.run(main, clock=clock)
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_a_group_of_a_vanished_store_lists_as_an_error_not_as_empty(tmp_path, fmt):
+    """Deleted between the mount and the first listing: EIO, and the listing is tried
+    again on next use (nothing kept), when the store is back."""
+    root = str(tmp_path / "data.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=fmt)
+    group.create_array("x", shape=(4,), dtype="u1")
+    dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
+    fs = assemble(dialect, node, pipeline, MountOptions()).fs
+
+    async def main():
+        os.rename(root, root + ".gone")
+        with pytest.raises(FsError) as e:
+            await fs.readdir(1)
+        assert e.value.errno == errno.EIO
+        os.rename(root + ".gone", root)
+        assert [name for name, _ in await fs.readdir(1)] == ["x"]
+
+    trio.run(main)

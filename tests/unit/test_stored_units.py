@@ -40,7 +40,9 @@ def test_the_listing_finds_the_units_zarr_python_wrote(tmp_path, kind):
     store = LocalStore(root)
     _, node, _ = hierarchy.open_hierarchy(store)
     meta = node.meta
-    assert list_units(store, "", meta.key_encoding, 2) == set(WRITTEN)
+    listed = list_units(store, "", meta.key_encoding, 2)
+    assert set(listed) == set(WRITTEN)
+    assert all(listed.values())  # each with its file's validator
     assert list_units(store, "", meta.key_encoding, 2, limit=2) is None  # too many names
 
 

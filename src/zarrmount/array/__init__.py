@@ -53,6 +53,14 @@ class Arrays:
         """The dtype of the bytes an array file shows (its byte order: ``-o byteorder``)."""
         return shown_dtype(meta.dtype, self.byteorder)
 
+    def fresh_for(self, path: str) -> float | None:
+        """Seconds the array's cached chunks stay trusted (None: unread, or for good)."""
+        return self.shared.revalidation.fresh_for(path)
+
+    def changed_ns(self, path: str) -> int | None:
+        """When other writers were last seen to change the array's chunks, if ever."""
+        return self.shared.revalidation.changed_ns(path)
+
     def open(self, node: ArrayNode) -> ArrayReader | Swapped:
         """A new engine for ``node``: an ArrayWriter unless the mount is read-only, its
         elements swapped where the mount shows another byte order than stored."""

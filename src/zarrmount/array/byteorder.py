@@ -37,6 +37,9 @@ class Swapped:
     def mtime_ns(self) -> int | None:
         return getattr(self.engine, "mtime_ns", None)
 
+    async def revalidate(self) -> None:
+        await self.engine.revalidate()
+
     @mtime_ns.setter
     def mtime_ns(self, value: int) -> None:
         self.engine.mtime_ns = value

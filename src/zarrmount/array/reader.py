@@ -54,6 +54,10 @@ class ArrayReader:
     async def warm_up(self, budget: int) -> int:
         return await self.source.warm_up(budget)
 
+    async def revalidate(self) -> None:
+        """Drop cached chunks other writers changed, if the array's period has run out."""
+        await self.source.revalidate()
+
     async def read(
         self, offset: int, size: int, reply: np.ndarray | None = None
     ) -> memoryview | bytes:
@@ -66,6 +70,7 @@ class ArrayReader:
         end = min(offset + size, self.size)
         if offset >= end:
             return b""
+        await self.source.revalidate()
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
         self.prefetch.observe(offset, end)

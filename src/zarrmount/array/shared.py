@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from zarrmount.array.background import Background
 from zarrmount.array.decoders import Decoders
+from zarrmount.array.freshness import Revalidation
 from zarrmount.cache import BufferPool, ChunkCache
 from zarrmount.store.aio import AsyncStore
 
@@ -17,3 +18,4 @@ class Shared:
     pool: BufferPool  # freed chunk buffers wait here for the next decode
     decoders: Decoders
     background: Background  # where prefetches and follow-up loads run
+    revalidation: Revalidation  # how long cached chunks are trusted (other writers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 
 import numpy as np
 import trio
@@ -69,7 +70,7 @@ class ChunkSource:
         self.meta = meta = node.meta
         self.pipeline = pipeline
         self.store, self.cache, self.pool = shared.store, shared.cache, shared.pool
-        self.decoders = shared.decoders
+        self.decoders, self.background = shared.decoders, shared.background
         self.raw = raw_dtype(meta.itemsize)
         self.fill_element = meta.fill_value.reshape(()).view(self.raw)
         self.fill = np.broadcast_to(self.fill_element, meta.chunks)
@@ -79,6 +80,31 @@ class ChunkSource:
             self.path, self.grid, self.store, self.cache, self.decoders, self.states, self.check
         )
         self.listing = Listing(self.path, self.grid, self.store, self.cache, self.states)
+        self.revalidation = shared.revalidation
+        self.validity = shared.revalidation.of(self.path)
+
+    @property
+    def expired(self) -> bool:
+        """Cached chunks may be stale: revalidate them before a read."""
+        return self.revalidation.expired(self.validity)
+
+    async def revalidate(self) -> None:
+        """Drop the cached chunks that other writers changed, once the period has run out.
+        An array nobody read yet has nothing cached to check: its first listing (what
+        later ones compare with) runs in the background, not before its first read."""
+        validity = self.validity
+        if not self.expired:
+            return
+        if not validity.unread:
+            await self.revalidation.revalidate(self.path, validity, self.grid)
+        elif not validity.lock.locked():
+            self.background.start_soon(self._first_listing)
+
+    async def _first_listing(self) -> None:
+        try:
+            await self.revalidation.revalidate(self.path, self.validity, self.grid)
+        except Exception:  # nobody waits for it: the next period tries again
+            log.exception("%s: listing its chunks failed", self.path)
 
     def key(self, coords: Coords) -> tuple:
         """The chunk's key in the cache."""
@@ -142,6 +168,7 @@ class ChunkSource:
         missing = [c for c in coords if not self.known(c)]
         stores = self.states.stores
         keys = [self.grid.key(c) for c in missing]
+        since = time.monotonic()
         found = await self.store.get_batch(keys, *self._landing(), self.decoders.limiter)
         if found is None:
             return
@@ -153,7 +180,7 @@ class ChunkSource:
                 pairs = [(c, loaded) for c, loaded in pairs if loaded is not None]
         for coords, loaded in pairs:
             if stores == self.states.stores and not self.known(coords):
-                self.cache.put(self.key(coords), loaded or self.fill_entry())
+                self.cache.put(self.key(coords), loaded or self.fill_entry(), since)
             elif loaded is not None:
                 self.pool.give(loaded.buffer)
 

@@ -46,28 +46,29 @@ def _level_patterns(encoding: ChunkKeyEncoding, ndim: int) -> list[re.Pattern]:
 
 def list_units(
     store: Store, prefix: str, encoding: ChunkKeyEncoding, ndim: int, limit: int = LIMIT
-) -> set[tuple[int, ...]] | None:
-    """The grid coordinates of the chunk keys stored below ``prefix`` (blocking); None for
-    a 0-d array or when more than ``limit`` names are met on the way."""
+) -> dict[tuple[int, ...], str] | None:
+    """The grid coordinates of the chunk keys stored below ``prefix``, each with its
+    object's validator (blocking); None for a 0-d array or when more than ``limit`` names
+    are met on the way."""
     if ndim == 0:
         return None
     levels = _level_patterns(encoding, ndim)
-    units: set[tuple[int, ...]] = set()
+    units: dict[tuple[int, ...], str] = {}
     seen = 0
     todo: list[tuple[str, int, tuple[int, ...]]] = [(prefix, 0, ())]
     while todo:
         path, depth, coords = todo.pop()
-        names = store.list_dir(path)
+        names = store.list_validated(path)
         seen += len(names)
         if seen > limit:
             return None
-        for name in names:
+        for name, validator in names.items():
             match = levels[depth].fullmatch(name)
             if match is None:
                 continue  # metadata, lock files, temporary files: not chunks
             found = coords + tuple(int(g) for g in match.groups())
             if depth + 1 == len(levels):
-                units.add(found)
+                units[found] = validator
             else:
                 todo.append((f"{path}{name}/", depth + 1, found))
     return units
@@ -168,7 +169,9 @@ class Listing:
             units = None
         if busy or states.any_busy or states.stores != stores:
             units = None  # a write-back overlapped the listing, which may miss its key
-        listed = StoredUnits(units, grid.per_unit, trio.current_time())
+        listed = StoredUnits(
+            None if units is None else set(units), grid.per_unit, trio.current_time()
+        )
         self._listings.add(listed)
         return listed, listed.nbytes
 

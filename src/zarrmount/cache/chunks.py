@@ -57,12 +57,25 @@ class Entry:
     so the pool buffer it lives in is not handed to another chunk under their feet.
     """
 
-    __slots__ = ("value", "nbytes", "buffer", "pins", "mutable", "owner", "dirty_since", "_flat")
+    __slots__ = (
+        "value",
+        "nbytes",
+        "buffer",
+        "since",
+        "pins",
+        "mutable",
+        "owner",
+        "dirty_since",
+        "_flat",
+    )
 
-    def __init__(self, value: Any, nbytes: int, buffer: Any = None) -> None:
+    def __init__(self, value: Any, nbytes: int, buffer: Any = None, since: float = 0.0) -> None:
         self.value = value
         self.nbytes = nbytes
         self.buffer = buffer
+        # monotonic time from which the value is known to be the stored one: its load's
+        # start, or the end of a listing that found its object unchanged (revalidation)
+        self.since = since
         self.pins = 0
         self.mutable = False
         self.owner: Owner | None = None
@@ -172,6 +185,7 @@ class ChunkCache:
         self.stats.misses += 1
         flight = _Flight()
         self._flights[key] = flight
+        since = time.monotonic()
         try:
             loaded = Loaded(*await loader())
         except trio.Cancelled:
@@ -186,7 +200,7 @@ class ChunkCache:
                     self.recycle(loaded.buffer)
                 return None
             flight.value, flight.buffer = loaded.value, loaded.buffer
-            entry = Entry(*loaded)
+            entry = Entry(*loaded, since=since)
             entry.pins = int(pin)  # before insertion: eviction must not recycle it
             self._insert_clean(key, entry)
             return entry.value, entry
@@ -194,10 +208,11 @@ class ChunkCache:
             del self._flights[key]
             flight.done.set()
 
-    def put(self, key: Hashable, loaded: Loaded) -> None:
-        """Keep ``loaded`` as the clean value of ``key``, loaded by the caller (in a batch)."""
+    def put(self, key: Hashable, loaded: Loaded, since: float) -> None:
+        """Keep ``loaded`` as the clean value of ``key``, loaded by the caller (in a batch
+        begun at monotonic time ``since``)."""
         self.stats.misses += 1
-        self._insert_clean(key, Entry(*loaded))
+        self._insert_clean(key, Entry(*loaded, since=since))
 
     def _drop(self, entry: Entry) -> None:
         """An entry left the cache: its pool buffer may serve another chunk."""
@@ -248,6 +263,14 @@ class ChunkCache:
         old = self._clean.pop(key, None)
         if old is not None:
             self._drop(old)
+
+    def recheck(self, keep: Callable[[Hashable, Entry], bool]) -> int:
+        """Drop the clean entries ``keep`` refuses (their stored objects changed), as
+        :meth:`invalidate` would; returns how many. Dirty entries are never looked at."""
+        gone = [key for key, entry in self._clean.items() if not keep(key, entry)]
+        for key in gone:
+            self.invalidate(key)
+        return len(gone)
 
     def put_dirty(
         self, key: Hashable, value: Any, nbytes: int, owner: Owner, buffer: Any = None

@@ -20,9 +20,6 @@ from zarrmount.vfs import Attr, Filesystem, FsError
 
 log = logging.getLogger(__name__)
 
-# The tree of a mount never changes under the kernel, so its answers may be kept.
-ENTRY_TIMEOUT = 3600.0
-
 
 def _guard(fn):
     """Count the request; map :class:`FsError` to its errno and any other exception to EIO."""
@@ -58,8 +55,7 @@ def _entry(attr: Attr) -> pyfuse3.EntryAttributes:
     e = pyfuse3.EntryAttributes()
     e.st_ino = attr.ino
     e.generation = 0
-    e.entry_timeout = ENTRY_TIMEOUT
-    e.attr_timeout = ENTRY_TIMEOUT
+    e.entry_timeout = e.attr_timeout = attr.timeout
     e.st_mode = attr.mode
     e.st_nlink = attr.nlink
     e.st_uid = attr.uid
@@ -122,7 +118,7 @@ class Operations(pyfuse3.Operations):
 
     @_guard
     async def getattr(self, inode, ctx=None):
-        return _entry(self.fs.getattr(inode))
+        return _entry(await self.fs.fresh_attr(inode))
 
     @_guard
     async def forget(self, inode_list):

@@ -184,6 +184,7 @@ async def _run(ops: Operations, mount: Mount, source: str, mountpoint: str, read
         ready.failed(reason)
         return 1
     log.info("mounted %s at %s", public_url(source), mountpoint)
+    mount.fs.table.stale_names = signals.forget_names
     record = records.write_record(mountpoint)
     status = 0
     try:

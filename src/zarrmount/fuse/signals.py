@@ -18,7 +18,7 @@ import trio
 from zarrmount.assemble import Mount
 from zarrmount.errors import FsError
 from zarrmount.fuse.notify import UNMOUNT_SIGNAL, sd_notify
-from zarrmount.hierarchy import SourceError, open_hierarchy
+from zarrmount.hierarchy import SourceError
 from zarrmount.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,10 @@ async def handle(mount: Mount, stop: Callable[[str], Awaitable[None]]) -> None:
                 log.info("received %s: ignored (SIGHUP reloads, SIGUSR1 logs statistics)", name)
 
 
-def _reopen(store):
-    store.forget_listings()
-    return open_hierarchy(store)
+def forget_names(stale: list[tuple[int, str]]) -> None:
+    """The kernel forgets these (directory inode, name) entries: they changed."""
+    for ino, name in stale:
+        pyfuse3.invalidate_entry_async(ino, os.fsencode(name), ignore_enoent=True)
 
 
 async def reload(mount: Mount) -> None:
@@ -61,7 +62,7 @@ async def reload(mount: Mount) -> None:
     now_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
     sd_notify(f"RELOADING=1\nMONOTONIC_USEC={now_us}")
     try:
-        dialect, root, pipeline = await mount.store.run(_reopen)
+        dialect, root, pipeline = await mount.fs.table.tree.reopen()
         done = await mount.fs.reload(dialect, root)
     except (SourceError, StoreError, FsError) as e:
         log.error("reload failed, the mount shows the hierarchy as before: %s", e)
@@ -71,8 +72,7 @@ async def reload(mount: Mount) -> None:
         said = f"reload failed: {type(e).__name__}"
     else:
         mount.arrays.root_pipeline = pipeline
-        for ino, name in done.stale:
-            pyfuse3.invalidate_entry_async(ino, os.fsencode(name), ignore_enoent=True)
+        forget_names(done.stale)
         log.info("reloaded the hierarchy: %s", done)
         said = f"reloaded: {done}"
     sd_notify(f"READY=1\nSTATUS={said}; {mount.status()}")

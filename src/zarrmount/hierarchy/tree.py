@@ -1,28 +1,66 @@
-"""A hierarchy's groups listed on demand, in worker threads within the store's limits."""
+"""A hierarchy's groups listed on demand, in worker threads within the store's limits, and
+the hierarchy opened again when its metadata may have changed (a reload, a TTL)."""
 
 from __future__ import annotations
 
 import errno
 import logging
+import time
 
+from zarrmount.codecs import Pipeline
 from zarrmount.errors import FsError
-from zarrmount.format.model import GroupNode
-from zarrmount.hierarchy.base import Child, Dialect
-from zarrmount.store import StoreError
+from zarrmount.format.model import GroupNode, Node
+from zarrmount.hierarchy import open_hierarchy
+from zarrmount.hierarchy.base import Child, Dialect, SourceError
+from zarrmount.store import Store, StoreError
 from zarrmount.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
+
+Opened = tuple[Dialect, Node, Pipeline | None]
+
+
+def _reopen(store: Store) -> Opened:
+    store.forget_listings()
+    return open_hierarchy(store)
 
 
 class Tree:
     def __init__(self, dialect: Dialect, store: AsyncStore) -> None:
         self.dialect = dialect
         self.store = store
+        self.opened_at = time.monotonic()
+        self.root: tuple[Node, Pipeline | None] | None = None  # as last opened again
+
+    def use(self, dialect: Dialect, root: Node, pipeline: Pipeline | None) -> None:
+        """List with ``dialect`` from now on (the hierarchy as opened again)."""
+        self.dialect, self.root = dialect, (root, pipeline)
+
+    async def reopen(self) -> Opened:
+        """The hierarchy as the store holds it now (SourceError, StoreError)."""
+        started = time.monotonic()
+        found = await self.store.run(_reopen)
+        self.opened_at = started
+        return found
+
+    async def refresh(self, max_age: float) -> None:
+        """Open the hierarchy again if it was opened more than ``max_age`` seconds ago
+        (consolidated metadata, the root's own); EIO when its root is gone."""
+        if time.monotonic() - self.opened_at < max_age:
+            return
+        try:
+            self.use(*await self.reopen())
+        except (SourceError, StoreError) as e:
+            log.error("cannot read the hierarchy's root again: %s", e)
+            raise FsError(errno.EIO, str(e)) from e
 
     async def children(self, group: GroupNode) -> list[Child]:
-        """The nodes directly below ``group``; EIO when the store cannot list it."""
+        """The nodes directly below ``group``; EIO when the store cannot list it, or its
+        root metadata is gone (a deleted store lists as nothing, not as an empty group)."""
         try:
-            return await self.store.run(lambda _store: self.dialect.children(group))
+            found = await self.store.run(lambda _store: self.dialect.children(group))
+            await self.store.check_root()
         except StoreError as e:
             log.error("cannot list group %r: %s", group.path or "/", e)
             raise FsError(errno.EIO, str(e)) from e
+        return found

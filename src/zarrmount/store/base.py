@@ -90,6 +90,12 @@ class Store(ABC):
     def list_dir(self, prefix: str) -> list[str]:
         """Names directly below ``prefix`` (keys and sub-prefixes, no trailing ``/``)."""
 
+    def list_validated(self, prefix: str) -> dict[str, str]:
+        """Names directly below ``prefix``, each with its validator: a text that changes
+        whenever the object under that name does (ETag, generation, mtime and size; empty
+        for sub-prefixes and where the store gives none, so changes go unnoticed)."""
+        return dict.fromkeys(self.list_dir(prefix), "")
+
     def root_exists(self) -> bool:
         """The store's root is there (a bucket, a prefix, a directory), Zarr or not."""
         return True

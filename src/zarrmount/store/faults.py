@@ -168,6 +168,9 @@ class FaultyStore(Store):
     def list_dir(self, prefix: str) -> list[str]:
         return self.inner.list_dir(prefix)
 
+    def list_validated(self, prefix: str) -> dict[str, str]:
+        return self.inner.list_validated(prefix)
+
     def lock_writer(self, holder: str) -> object | None:
         return self.inner.lock_writer(holder)
 

@@ -203,11 +203,28 @@ class LocalStore(Store):
         return os.fdopen(fd, "r+b")
 
     def list_dir(self, prefix: str) -> list[str]:
+        return sorted(self._listing(prefix, os.listdir))
+
+    def list_validated(self, prefix: str) -> dict[str, str]:
+        """A file's validator is its mtime, size and inode: a rewrite in place changes
+        the first two, a replacement by rename the last."""
+
+        def scan(fd: int) -> dict[str, str]:
+            found = {}
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    found[entry.name] = _validator(entry)
+            return found
+
+        return self._listing(prefix, scan) or {}
+
+    def _listing(self, prefix: str, scan: Callable[[int], T]) -> T | list:
+        """``scan(fd)`` of the directory ``prefix``; empty when it is missing."""
         self.list_calls += 1
         try:
             fd = self._open(prefix, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                return sorted(os.listdir(fd))
+                return scan(fd)
             finally:
                 os.close(fd)
         except (FileNotFoundError, NotADirectoryError):
@@ -216,6 +233,16 @@ class LocalStore(Store):
             if e.errno == errno.EACCES:
                 raise StoreError(f"{prefix or '/'}: permission denied") from e
             raise StoreError(f"{prefix or '/'}: {e.strerror}") from e
+
+
+def _validator(entry: os.DirEntry) -> str:
+    try:
+        if not entry.is_file():
+            return ""
+        st = entry.stat()
+    except OSError:  # gone meanwhile, a dangling link
+        return ""
+    return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
 
 
 def _fsync(path: str, name: str) -> None:

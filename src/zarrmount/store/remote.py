@@ -110,15 +110,37 @@ class FsspecStore(Store):
         self.fs.invalidate_cache()  # fsspec keeps directory listings
 
     def list_dir(self, prefix: str) -> list[str]:
+        return sorted(self._listing(prefix, detail=False))
+
+    def list_validated(self, prefix: str) -> dict[str, str]:
+        """Asked to see changes: never from fsspec's cache of listings."""
+        self.fs.invalidate_cache(self._path(prefix))
+        return self._listing(prefix, detail=True)
+
+    def _listing(self, prefix: str, detail: bool) -> dict[str, str]:
+        """Names directly below ``prefix``, with validators when ``detail`` (one request:
+        the listing's own details)."""
         self.list_calls += 1
         path = self._path(prefix)
-        entries = self._call(prefix or "/", "ls", path, detail=False) or []
+        entries = self._call(prefix or "/", "ls", path, detail=detail) or []
         base = path.rstrip("/")
-        names = set()
+        names: dict[str, str] = {}
         for entry in entries:
-            entry = entry.rstrip("/")
-            name = entry[len(base) + 1 :] if base and entry.startswith(base + "/") else entry
+            full = (entry["name"] if detail else entry).rstrip("/")
+            name = full[len(base) + 1 :] if base and full.startswith(base + "/") else full
             name = name.rsplit("/", 1)[-1]
             if name:
-                names.add(name)
-        return sorted(names)
+                names[name] = _validator(entry) if detail else ""
+        return names
+
+
+# What tells one version of an object from another, by backend: S3's ETag, GCS's
+# generation, Azure's etag, a local or memory file's mtime; the size joins each.
+_VALIDATORS = ("ETag", "etag", "generation", "version_id", "mtime", "LastModified", "created")
+
+
+def _validator(info: dict[str, Any]) -> str:
+    if info.get("type") == "directory":
+        return ""
+    found = next((info[k] for k in _VALIDATORS if info.get(k) is not None), "")
+    return f"{found}:{info.get('size', '')}"

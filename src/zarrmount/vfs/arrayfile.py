@@ -42,7 +42,17 @@ class ArrayFile(Node):
         return self.array.meta.nbytes
 
     def mtime_ns(self) -> int | None:
-        return getattr(self.engine, "mtime_ns", None)
+        """A writer's last write; else when other writers were last seen to change the
+        array (the kernel then drops the pages it kept of it)."""
+        written = getattr(self.engine, "mtime_ns", None)
+        return written or self.table.arrays.changed_ns(self.array.path)
+
+    async def revalidate(self) -> None:
+        if self.engine is not None:
+            await self.engine.revalidate()
+
+    def fresh_for(self) -> float | None:
+        return self.table.arrays.fresh_for(self.array.path)
 
     def _engine(self) -> ArrayReader | Swapped:
         """The array's engine, made now if it has none (first open, or let go)."""

@@ -1,17 +1,24 @@
 """Directories: a group's children, listed on first use (lookup or readdir), so mounting a
-large hierarchy costs one metadata read, and a bad node hides only itself."""
+large hierarchy costs one metadata read, and a bad node hides only itself; listed again
+when used after the listing's TTL (other writers), as a reload would list it."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import stat
+import time
 
 import trio
 
-from zarrmount.format.model import GroupNode
+from zarrmount.errors import FsError
+from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child
 from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.node import Context, Node
 from zarrmount.vfs.xattrs import group_xattrs
+
+log = logging.getLogger(__name__)
 
 
 def _same(old: object | None, new: object) -> bool:
@@ -23,7 +30,7 @@ def _same(old: object | None, new: object) -> bool:
 class Directory(Node):
     """A group (or, with no group, the directory holding a root array)."""
 
-    __slots__ = ("group", "table", "listing", "lock", "held")
+    __slots__ = ("group", "table", "listing", "listed_at", "lock", "held")
     is_dir = True
     nlink = 2
 
@@ -32,6 +39,7 @@ class Directory(Node):
         self.group = group
         self.table = table
         self.listing: Listing | None = None  # once listed
+        self.listed_at = 0.0  # monotonic time the listing began
         self.lock: trio.Lock | None = None  # while being listed
         self.held: list[Child] | None = None  # the children of a directory with no group
         if group is not None:
@@ -44,17 +52,48 @@ class Directory(Node):
     def listed(self) -> bool:
         return self.listing is not None
 
-    async def children(self) -> dict[str, int]:
-        if self.listing is not None:
+    def age(self) -> float:
+        """Seconds since the listing began."""
+        return time.monotonic() - self.listed_at
+
+    async def children(self, max_age: float | None = None) -> dict[str, int]:
+        """The entries, listed first if never listed, or listed again (with the kernel
+        told what changed) if the listing is older than ``max_age`` seconds."""
+        if self.listing is not None and (max_age is None or self.age() < max_age):
             return self.listing.entries
         if self.lock is None:
             self.lock = trio.Lock()
         async with self.lock:
             if self.listing is None:
+                self.listed_at = time.monotonic()
                 found = self.held or await self.table.tree.children(self.group)
                 self.listing = await self.table.adopt(self, found)
-                self.lock = None  # listed for good: nobody waits on it again
+            elif max_age is not None and self.age() >= max_age:
+                await self._refresh(max_age)
+            self.lock = None  # listed: nobody waits on it until it is stale
             return self.listing.entries
+
+    async def _refresh(self, max_age: float) -> None:
+        """List again, the hierarchy opened again first if it is as old."""
+        await self.table.tree.refresh(max_age)
+        if self.ino == self.parent:
+            self._new_root()
+        added, removed, replaced = await self.reload()
+        self.table.forget(self.ino, added | removed | replaced)
+
+    def _new_root(self) -> None:
+        """The root as last opened again: its group, or the array it holds."""
+        if self.table.tree.root is None:
+            return
+        root, pipeline = self.table.tree.root
+        if (self.group is None) != isinstance(root, ArrayNode):
+            log.error("the root changed between a group and an array: not shown")
+            raise FsError(errno.EIO, "the root changed between a group and an array")
+        if isinstance(root, GroupNode):
+            self.group = root
+        elif self.held:
+            self.held = [Child(self.held[0].name, root)]
+            self.table.arrays.root_pipeline = pipeline
 
     async def reload(self) -> tuple[set[str], set[str], set[str]]:
         """List the group again (the tree reads the store anew): children described as
@@ -63,11 +102,13 @@ class Directory(Node):
         old = self.listing
         if old is None:
             return set(), set(), set()
+        started = time.monotonic()
         found = self.held or await self.table.tree.children(self.group)
         same = {c.name for c in found if _same(self.table.model(old, c.name), c.node)}
         kept = old.kept(same, {c.name for c in found})
         fresh = [child for child in found if child.name not in same]
         self.listing = new = await self.table.adopt(self, fresh, kept)
+        self.listed_at = started
         before, after = old.entries, new.entries
         replaced = {n for n in before.keys() & after.keys() if before[n] != after[n]}
         return after.keys() - before.keys(), before.keys() - after.keys(), replaced

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zarrmount.array.freshness import Ttl
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
 from zarrmount.options import MountOptions
 from zarrmount.vfs.directory import Directory
-from zarrmount.vfs.node import Handle
+from zarrmount.vfs.node import Handle, Node
 from zarrmount.vfs.table import ROOT_INODE, InodeTable
 
 ROOT_ARRAY_NAME = "array"
@@ -33,6 +34,8 @@ PID_XATTR = "user.zarrmount.pid"
 # Root arrays readied for their first read once mounted: past a few, all use the same
 # buffer sizes and codecs (100,000 arrays at the root would only cost time).
 WARM_ARRAYS = 16
+# How long the kernel may keep names and attributes where nothing changes them.
+ENTRY_TIMEOUT = 3600.0
 # Extended attribute sets kept once made (``getfattr -d`` asks for each in turn).
 KEEP_XATTRS = 64
 
@@ -47,6 +50,7 @@ class Attr:
     mtime_ns: int
     nlink: int = 1
     blksize: int = BLOCK_SIZE
+    timeout: float = ENTRY_TIMEOUT  # seconds the kernel may keep the name and attributes
 
     @property
     def blocks(self) -> int:
@@ -91,10 +95,13 @@ class Filesystem:
         root: GroupNode | ArrayNode,
         options: MountOptions,
         statistics: Callable[[], dict[str, int]],
+        ttl: Ttl | None = None,
     ) -> None:
         """``root``: the root group, or a root array (shown in a directory of its own);
-        ``statistics``: the counters of the parts below, for ``stats``."""
+        ``statistics``: the counters of the parts below, for ``stats``; ``ttl``: how long
+        listings are trusted (None: for good)."""
         self.options = options
+        self.ttl = ttl or Ttl(None, None)
         self.table = table
         self._statistics = statistics
         self._handles: dict[int, Handle] = {}
@@ -120,7 +127,29 @@ class Filesystem:
         mode = node.mode(opts.read_only)
         mode = stat.S_IFMT(mode) | (self._bits(mode) & ~opts.umask)
         mtime = node.mtime_ns() or self.table.mtime_ns
-        return Attr(ino, mode, node.size(), opts.uid, opts.gid, mtime, node.nlink)
+        attr = Attr(ino, mode, node.size(), opts.uid, opts.gid, mtime, node.nlink)
+        attr.timeout = self._timeout(node)
+        return attr
+
+    async def fresh_attr(self, ino: int) -> Attr:
+        """``getattr`` once what the node caches is checked against the store: the kernel
+        asks when the attributes it kept expire, and drops its pages of a file whose
+        mtime changed."""
+        await self.table[ino].revalidate()
+        return self.getattr(ino)
+
+    def _timeout(self, node: Node) -> float:
+        """What is left of the TTL of the listing that showed ``node`` (and of its own
+        cached data): the kernel asks again no later than the mount would check."""
+        period = self.ttl.period
+        if period is None:
+            return ENTRY_TIMEOUT
+        directory = self.table[node.parent]
+        left = period - directory.age() if isinstance(directory, Directory) else 0.0
+        own = node.fresh_for()
+        if own is not None:
+            left = min(left, own)
+        return min(max(left, 0.0), ENTRY_TIMEOUT)
 
     def _bits(self, mode: int) -> int:
         """The permission bits of a node of ``mode``: the node's own, or those of
@@ -134,7 +163,10 @@ class Filesystem:
 
     async def lookup(self, parent: int, name: str) -> Attr:
         node = self.table[parent]
-        children = await node.children()
+        ttl = self.ttl
+        children = await node.children(ttl.metadata)
+        if name not in children and ttl.negative is not None:
+            children = await node.children(ttl.negative)  # absent: trusted for less
         if name == ".":
             return self.getattr(parent)
         if name == "..":
@@ -145,7 +177,7 @@ class Filesystem:
         return self.getattr(ino)
 
     async def readdir(self, ino: int) -> list[tuple[str, Attr]]:
-        children = await self.table[ino].children()
+        children = await self.table[ino].children(self.ttl.period)
         return [(name, self.getattr(child)) for name, child in sorted(children.items())]
 
     def open(self, ino: int, flags: int) -> int:
@@ -232,7 +264,7 @@ class Filesystem:
         holder = self.table[ROOT_INODE]
         if (holder.group is None) != isinstance(root, ArrayNode):
             raise FsError(errno.EINVAL, "the root changed between a group and an array")
-        self.table.tree.dialect = dialect
+        self.table.tree.use(dialect, root, None)
         if isinstance(root, GroupNode):
             holder.group = root
         else:

@@ -58,8 +58,8 @@ class Node:
         """The node's own modification time; None: the mount's."""
         return None
 
-    async def children(self) -> dict[str, int]:
-        """A directory's entries (name -> inode)."""
+    async def children(self, max_age: float | None = None) -> dict[str, int]:
+        """A directory's entries (name -> inode), listed again if older than ``max_age``."""
         raise FsError(errno.ENOTDIR)
 
     def open(self, flags: int) -> Handle:
@@ -78,6 +78,13 @@ class Node:
         """Get ready for a first read within ``budget`` bytes; returns the bytes used."""
         return 0
 
+    async def revalidate(self) -> None:
+        """Check what the node caches against the store, if its TTL has run out."""
+
+    def fresh_for(self) -> float | None:
+        """Seconds what the node shows stays trusted (None: as long as its listing)."""
+        return None
+
 
 class Context(Protocol):
     """What nodes share (the inode table, ``vfs/table.py``)."""
@@ -95,6 +102,9 @@ class Context(Protocol):
 
     def noticed(self, path: str, attributes: dict, nbytes: int | None = None) -> None:
         """A node was added (statistics, warnings)."""
+
+    def forget(self, ino: int, names: set[str]) -> None:
+        """The names of directory ``ino`` that changed: the kernel forgets what it kept."""
 
     def reopened(self, node: Node) -> None:
         """A file let go after its last close is open again."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
@@ -49,6 +50,8 @@ class InodeTable:
         self.arrays_seen = 0  # arrays listed (a reload counts changed ones again)
         self._nodes: dict[int, Node] = {}
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
+        # told the (directory inode, name) pairs whose kernel entries are stale
+        self.stale_names: Callable[[list[tuple[int, str]]], None] = lambda _pairs: None
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -144,6 +147,10 @@ class InodeTable:
             self.arrays_seen += 1
             self.total_bytes += nbytes
         warn_conventions(path, attributes)
+
+    def forget(self, ino: int, names: set[str]) -> None:
+        if names:
+            self.stale_names([(ino, name) for name in sorted(names)])
 
     def reopened(self, node: ArrayFile) -> None:
         self._closed.pop(node.ino, None)

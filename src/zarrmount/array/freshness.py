@@ -1,0 +1,173 @@
+"""How long an array's cached chunks are trusted while other writers may change the store,
+and their revalidation in one listing rather than a request per chunk.
+
+Each revalidation lists the array's stored units with their validators (ETag, generation,
+mtime and size). A cached chunk loaded after the previous listing had ended, whose unit's
+validator is the same in both listings, is the stored one still: nothing changed the
+object between the two listings, and the load lay between them. Every other cached
+chunk and shard index of the array is dropped and read again when next asked for. An
+array too large to list (or a store that lists nothing) drops them all each period.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import trio
+
+from zarrmount.array.grid import UnitGrid
+from zarrmount.array.stored_units import list_units
+from zarrmount.cache import ChunkCache
+from zarrmount.cache.chunks import Entry
+from zarrmount.counters import Counters
+from zarrmount.store import StoreError
+from zarrmount.store.aio import AsyncStore
+
+log = logging.getLogger(__name__)
+
+Units = dict[tuple[int, ...], str]
+# Arrays whose validity is remembered; one forgotten is listed afresh, its chunks dropped.
+KEEP_ARRAYS = 4096
+
+
+@dataclass(frozen=True)
+class Ttl:
+    """Seconds cached answers are trusted (None: for good): ``metadata`` for what exists
+    (metadata, listings, chunks), ``negative`` for what does not (absent names, chunks)."""
+
+    metadata: float | None = 10.0
+    negative: float | None = 5.0
+
+    @property
+    def period(self) -> float | None:
+        """How often a listing revalidates an array: it answers both kinds at once."""
+        known = [t for t in (self.metadata, self.negative) if t is not None]
+        return min(known) if known else None
+
+
+class FreshnessStats(Counters):
+    # revalidations: listings of an array's units; revalidated: chunks found unchanged;
+    # stale: chunks (and shard indexes) dropped because their object changed
+    names = ("revalidations", "revalidated", "stale")
+    __slots__ = names
+
+
+class Validity:
+    """What the last listing of one array found, and until when its chunks are trusted."""
+
+    __slots__ = ("units", "listed_end", "fresh_until", "lock", "unread", "changed_ns")
+
+    def __init__(self, unread: bool) -> None:
+        self.units: Units | None = None
+        self.listed_end = math.inf  # no listing yet: no cached chunk is known current
+        self.fresh_until = -math.inf
+        self.lock = trio.Lock()
+        self.unread = unread  # no read of the array yet: nothing of it is cached anywhere
+        self.changed_ns: int | None = None  # wall-clock time a listing last found changes
+
+
+class Revalidation:
+    """The mount's revalidation of array chunks (shared by the engines of each path)."""
+
+    def __init__(self, ttl: Ttl, store: AsyncStore, cache: ChunkCache) -> None:
+        self.ttl = ttl
+        self.store, self.cache = store, cache
+        self.stats = FreshnessStats()
+        self._arrays: dict[str, Validity] = {}  # oldest first, at most KEEP_ARRAYS
+        self._forgot = False  # of an array: a new Validity may be of one read before
+
+    def of(self, path: str) -> Validity:
+        found = self._arrays.pop(path, None) or Validity(unread=not self._forgot)
+        self._arrays[path] = found
+        while len(self._arrays) > KEEP_ARRAYS:
+            del self._arrays[next(iter(self._arrays))]
+            self._forgot = True
+        return found
+
+    def expired(self, validity: Validity) -> bool:
+        """The array's cached chunks are due for revalidation."""
+        return self.ttl.period is not None and time.monotonic() >= validity.fresh_until
+
+    def fresh_for(self, path: str) -> float | None:
+        """Seconds the cached chunks of a read array stay trusted; None if unread."""
+        validity = self._arrays.get(path)
+        if validity is None or validity.unread or self.ttl.period is None:
+            return None
+        return max(validity.fresh_until - time.monotonic(), 0.0)
+
+    def changed_ns(self, path: str) -> int | None:
+        """When a revalidation last found the array changed by another writer, if ever."""
+        validity = self._arrays.get(path)
+        return None if validity is None else validity.changed_ns
+
+    async def revalidate(self, path: str, validity: Validity, grid: UnitGrid) -> None:
+        """List the array's units and drop its cached chunks whose objects changed (or
+        may have), once its period has run out; one listing however many readers ask."""
+        async with validity.lock:
+            if not self.expired(validity):
+                return
+            start = time.monotonic()
+            units = await self._list(path, grid)
+            end = time.monotonic()
+            changed = _changed(validity.units, units)
+            previous_end = validity.listed_end
+            keep = _Keeper(path, grid, changed, previous_end, end)
+            dropped = self.cache.recheck(keep)
+            if changed is None or changed:
+                self.cache.invalidate((path, "stored"))  # the absent units it listed too
+            validity.units, validity.listed_end = units, end
+            validity.unread = False
+            validity.fresh_until = start + self.ttl.period
+            self.stats.revalidations += 1
+            self.stats.revalidated += keep.kept
+            self.stats.stale += dropped
+            first = previous_end == math.inf  # nothing to compare with: nothing seen change
+            if not first and (changed is None or changed):
+                validity.changed_ns = time.time_ns()  # the kernel drops its pages too
+                log.debug("%s: %d cached chunks changed in the store", path or "/", dropped)
+
+    async def _list(self, path: str, grid: UnitGrid) -> Units | None:
+        meta = grid.meta
+        try:
+            return await self.store.run(list_units, grid.prefix, meta.key_encoding, len(meta.shape))
+        except StoreError as e:
+            log.warning("%s: cannot list its chunks to revalidate them: %s", path or "/", e)
+            return None
+
+
+def _changed(before: Units | None, after: Units | None) -> set | None:
+    """Units whose objects appeared, went or changed between two listings; None when
+    either is unknown (everything may have changed)."""
+    if before is None or after is None:
+        return None
+    return {u for u in before.keys() | after.keys() if before.get(u) != after.get(u)}
+
+
+class _Keeper:
+    """Which cached entries of one array stay: those loaded (or last found current) after
+    the previous listing ended, in units that did not change; they become current as of
+    the new listing's end."""
+
+    def __init__(self, path: str, grid: UnitGrid, changed: set | None, since: float, end: float):
+        self.path, self.grid, self.changed = path, grid, changed
+        self.since, self.end = since, end
+        self.stale_keys = set() if changed is None else {grid.key(unit) for unit in changed}
+        self.kept = 0
+
+    def __call__(self, key: Hashable, entry: Entry) -> bool:
+        if not isinstance(key, tuple) or key[0] != self.path or key[1] == "stored":
+            return True
+        if self.changed is None or entry.since < self.since:
+            return False
+        if key[1] == "index":
+            fresh = key[2] not in self.stale_keys
+        else:
+            fresh = self.grid.unit(key[1]) not in self.changed
+        if fresh:
+            entry.since = self.end
+            self.kept += 1
+        return fresh
