@@ -19,8 +19,10 @@ from zarrmount.hierarchy import Dialect
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.journal import Journal
 from zarrmount.options import MountOptions
+from zarrmount.paths import cache_home
 from zarrmount.store import Store
 from zarrmount.store.aio import AsyncStore
+from zarrmount.store.diskcache import DiskCache
 from zarrmount.store.faults import Fault, FaultyStore
 from zarrmount.vfs import Filesystem
 from zarrmount.vfs.sidecars import SIDECARS
@@ -59,6 +61,7 @@ class Mount(Shared):
                 "cache_entries": len(cache),
                 "decode_ms": self.decoders.decode_ns // 1_000_000,
             }
+            | self._disk_statistics()
             | self._journal_statistics()
             | self._fault_statistics()
         )
@@ -66,6 +69,12 @@ class Mount(Shared):
     def _fault_statistics(self) -> dict[str, int]:
         faulty = self.store.store
         return {"store_faults_injected": faulty.injected} if isinstance(faulty, FaultyStore) else {}
+
+    def _disk_statistics(self) -> dict[str, int]:
+        disk = self.store.disk
+        if disk is None:
+            return {}
+        return disk.stats.as_dict("disk_cache_") | {"disk_cache_used_bytes": disk.used}
 
     def _journal_statistics(self) -> dict[str, int]:
         journal = self.journal
@@ -114,6 +123,19 @@ def _fault_control(store: FaultyStore):
     return set_faults
 
 
+def _disk_cache(store: Store, options: MountOptions, immutable: bool) -> DiskCache | None:
+    """Fetched objects kept on local disk (``-o disk_cache``): remote stores only, where
+    the page cache does not serve them."""
+    where = options.disk_cache
+    if where is None:
+        return None
+    if not store.remote:
+        log.info("no disk cache for a local store: the page cache serves it")
+        return None
+    directory = str(cache_home() / "objects") if where == "auto" else where
+    return DiskCache(directory, store.identity, options.disk_cache_size, immutable)
+
+
 def _ttl(options: MountOptions) -> Ttl:
     """How long cached answers are trusted: a writable mount holds the store's writer lock
     or lease, so nobody else changes what it caches."""
@@ -129,13 +151,15 @@ def assemble(
     options: MountOptions,
     journal: Journal | None = None,
 ) -> Mount:
-    store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches)
+    ttl = _ttl(options)
+    disk = _disk_cache(dialect.store, options, immutable=ttl.period is None and options.read_only)
+    store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches, disk)
     cache_size = options.cache_size
     cache: ChunkCache
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
     pool = BufferPool(cache_size, lambda: cache.used)
     cache = ChunkCache(cache_size, recycle=pool.give)
-    revalidation = Revalidation(_ttl(options), store, cache)
+    revalidation = Revalidation(ttl, store, cache)
     mount = Mount(store, cache, pool, Decoders(), Background(), revalidation, options, journal)
     mount.arrays = Arrays(
         mount,

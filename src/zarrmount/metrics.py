@@ -18,6 +18,7 @@ GAUGES = {
     "cache_used_bytes",
     "cache_capacity_bytes",
     "cache_entries",
+    "disk_cache_used_bytes",
     "open_handles",
     "inodes",
     "journal_segments",

@@ -86,6 +86,10 @@ class MountOptions:
     # against the store again (other writers), and absent names and chunks; None: for good
     metadata_ttl: float | None = 10.0
     negative_ttl: float | None = 5.0
+    # where fetched objects of a remote store are kept on local disk ("auto": the cache
+    # directory), and how many bytes at most; None: no disk cache
+    disk_cache: str | None = None
+    disk_cache_size: int = 10 << 30
     direct_io: bool = False  # no page cache: each read is the application's (no shared mmap)
     write_empty_chunks: bool = False  # store chunks that are all fill value (else delete them)
     nolock: bool = False  # rw without the store's writer lock (another writer may clash)
@@ -222,6 +226,10 @@ def _ttl(attr: str) -> Setter:
     return setter
 
 
+def _disk_cache(o: MountOptions, _name: str, text: str) -> None:
+    o.disk_cache = None if text == "none" else text if text == "auto" else os.path.abspath(text)
+
+
 def _immutable(o: MountOptions, _name: str, _value: str) -> None:
     o.metadata_ttl = o.negative_ttl = None
 
@@ -347,6 +355,17 @@ OPTIONS: tuple[Option, ...] = (
         "negative_ttl=SECONDS",
         "how long an absent name or chunk is trusted, or indefinite (default 5)",
         _ttl("negative_ttl"),
+    ),
+    Option(
+        "disk_cache=DIR",
+        "remote stores: keep fetched chunks on local disk under DIR (auto: the cache "
+        "directory), so remounts and restarts do not fetch them again (default none)",
+        _disk_cache,
+    ),
+    Option(
+        "disk_cache_size=SIZE",
+        "the most the disk cache holds, least recently used first (default 10G)",
+        _size("disk_cache_size"),
     ),
     Option(
         "immutable",

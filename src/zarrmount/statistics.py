@@ -14,6 +14,7 @@ _GROUPS = (
     ("requests", "requests_"),
     ("store", "store_"),
     ("cache", "cache_"),
+    ("disk cache", "disk_cache_"),
     ("journal", "journal_"),
 )
 
@@ -47,7 +48,7 @@ def format_stats(stats: dict[str, int]) -> str:
     lines = []
     for heading, prefix in _GROUPS:
         found = {k[len(prefix) :]: rest.pop(k) for k in list(rest) if k.startswith(prefix)}
-        if found or prefix != "journal_":
+        if found or prefix not in ("journal_", "disk_cache_"):  # only where in use
             lines.append(f"{heading}: " + (_shown(found) or "none"))
     lines.append("mount: " + _shown(rest))
     return "\n".join(lines)

@@ -69,6 +69,10 @@ class Validity:
         self.unread = unread  # no read of the array yet: nothing of it is cached anywhere
         self.changed_ns: int | None = None  # wall-clock time a listing last found changes
 
+    def validator(self, unit: tuple[int, ...]) -> str | None:
+        """The unit's object's validator in the last listing (None: unknown, or absent)."""
+        return None if self.units is None else self.units.get(unit) or None
+
 
 class Revalidation:
     """The mount's revalidation of array chunks (shared by the engines of each path)."""

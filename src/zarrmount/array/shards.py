@@ -51,18 +51,19 @@ class ShardReader:
         self.decoders, self.states = decoders, states
         self.check = check  # decodes an inner chunk (ChunkDecodeError), in a worker thread
 
-    async def index(self, key: str) -> np.ndarray:
-        """The shard's index, from the cache; empty when the shard does not exist."""
-        return await self.cache.get((self.path, "index", key), lambda: self._load(key))
+    async def index(self, key: str, validator: str | None = None) -> np.ndarray:
+        """The shard's index, from the cache; empty when the shard does not exist.
+        ``validator``: the shard object's, as last listed (the disk cache's key)."""
+        return await self.cache.get((self.path, "index", key), lambda: self._load(key, validator))
 
     def forget(self, key: str) -> None:
         """The shard was rewritten: its cached index is stale."""
         self.cache.invalidate((self.path, "index", key))
 
-    async def _load(self, key: str) -> tuple[np.ndarray, int]:
+    async def _load(self, key: str, validator: str | None) -> tuple[np.ndarray, int]:
         spec = self.grid.sharding
         n = spec.index_nbytes
-        raw = await self.store.get_range(key, -n if spec.at_end else 0, n)
+        raw = await self.store.get_range(key, -n if spec.at_end else 0, n, validator)
         if raw is None:
             return _NO_SHARD, _NO_SHARD_BYTES
         if len(raw) != n:
@@ -83,7 +84,9 @@ class ShardReader:
             )
         return offset, length
 
-    async def fetch_inner(self, key: str, local: Coords, shard: Coords) -> bytes | None:
+    async def fetch_inner(
+        self, key: str, local: Coords, shard: Coords, validator: str | None = None
+    ) -> bytes | None:
         """The bytes of one inner chunk: a range request located by the (cached) shard index.
 
         Index and range must come from the same version of the shard: a fetch that
@@ -93,19 +96,21 @@ class ShardReader:
         while True:
             await states.idle(shard)
             generation = states.generation(shard)
-            raw = await self._fetch_inner_once(key, local)
+            raw = await self._fetch_inner_once(key, local, validator)
             if not states.changed(shard, generation):
                 return raw
 
-    async def _fetch_inner_once(self, key: str, local: Coords) -> bytes | None:
-        index = await self.index(key)
+    async def _fetch_inner_once(
+        self, key: str, local: Coords, validator: str | None
+    ) -> bytes | None:
+        index = await self.index(key, validator)
         if index.size == 0:
             return None
         found = self.inner_range(index, local)
         if found is None:
             return None
         offset, length = found
-        raw = await self.store.get_range(key, offset, length)
+        raw = await self.store.get_range(key, offset, length, validator)
         if raw is None or len(raw) != length:
             raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
         return raw

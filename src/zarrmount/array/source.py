@@ -95,7 +95,7 @@ class ChunkSource:
         validity = self.validity
         if not self.expired:
             return
-        if not validity.unread:
+        if not validity.unread or self.store.disk is not None:  # the disk needs validators
             await self.revalidation.revalidate(self.path, validity, self.grid)
         elif not validity.lock.locked():
             self.background.start_soon(self._first_listing)
@@ -122,11 +122,15 @@ class ChunkSource:
     async def _load(self, coords: Coords) -> Loaded:
         """Fetch and decode one read unit: a chunk, or an inner chunk of a shard."""
         key, local = self.grid.locate(coords)
+        unit = self.grid.unit(coords)
+        validator = self.validity.validator(unit)  # as of the last listing, if any
         try:
             if local is None:
-                loaded = await self.store.get_with(key, *self._landing(), self.decoders.limiter)
+                loaded = await self.store.get_with(
+                    key, *self._landing(), self.decoders.limiter, validator
+                )
                 return loaded or await self.absent()
-            raw = await self.shards.fetch_inner(key, local, self.grid.unit(coords))
+            raw = await self.shards.fetch_inner(key, local, unit, validator)
             return await self.absent() if raw is None else await self.decode(raw)
         except (StoreError, ChunkDecodeError) as e:
             raise failed(key, e) from e

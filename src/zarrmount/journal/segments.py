@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zarrmount.journal.records import HEADER, MAX_PAYLOAD, Refused, frame
+from zarrmount.paths import cache_home
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +36,8 @@ class JournalError(Exception):
 
 
 def default_root() -> Path:
-    """Where journals live unless ``-o journal=DIR`` says: root's under /var/cache, a
-    user's under the XDG cache directory."""
-    if os.getuid() == 0:
-        return Path("/var/cache/zarrmount/journal")
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(cache) / "zarrmount" / "journal"
+    """Where journals live unless ``-o journal=DIR`` says."""
+    return cache_home() / "journal"
 
 
 def _locked_directory(directory: Path) -> int:

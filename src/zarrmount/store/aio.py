@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -11,6 +12,7 @@ import trio
 
 from zarrmount.counters import Counters
 from zarrmount.store.base import Store, StoreError
+from zarrmount.store.diskcache import DiskCache, Part
 from zarrmount.store.failures import RecentFailures
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
@@ -26,6 +28,8 @@ SLACK_SHARE = 0.05
 # How long a check that the store's root is there counts (absent keys read as fill values
 # only from a store that is there); a failed check counts for nothing.
 ROOT_CHECK_S = 1.0
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 # ``read(offset, length)``: bytes of one stored value, in a worker thread.
@@ -45,8 +49,11 @@ class AsyncStore:
     store's own default unless given). The one interface every layer above ``store/`` uses:
     what differs between local and object stores is decided here."""
 
-    def __init__(self, store: Store, concurrency: int | None = None) -> None:
+    def __init__(
+        self, store: Store, concurrency: int | None = None, disk: DiskCache | None = None
+    ) -> None:
         self.store = store
+        self.disk = disk  # fetched objects kept on local disk (remote stores, -o disk_cache)
         self.stats = StoreStats()
         self._limiter = trio.CapacityLimiter(concurrency or store.concurrency)
         # seconds each request took, retries included (the metrics observe it)
@@ -110,23 +117,52 @@ class AsyncStore:
         now = trio.current_time()
         if marker is None or (self._root_seen is not None and now - self._root_seen < ROOT_CHECK_S):
             return
-        if await self.get_range(marker, 0, 1) is None:
+        if await self._fetch_range(marker, 0, 1) is None:  # never from the disk cache
             raise StoreError(f"the store's root ({marker}) is gone: {self.store.url}")
         self._root_seen = now
 
     async def get(self, key: str) -> bytes | None:
         value = await self._fetch(self.store.get, key)
-        self.stats.gets += 1
-        if value is not None:
-            self.stats.get_bytes += len(value)
+        self._count_get(None if value is None else len(value))
         return value
 
-    async def get_range(self, key: str, start: int, length: int) -> bytes | None:
-        value = await self._fetch(self.store.get_range, key, start, length)
-        self.stats.gets += 1
-        if value is not None:
-            self.stats.get_bytes += len(value)
+    async def get_range(
+        self, key: str, start: int, length: int, validator: str | None = None
+    ) -> bytes | None:
+        """``length`` bytes from ``start`` (negative: from the end); from the disk cache
+        where it holds them as of ``validator`` (the object's, as last listed)."""
+        part = Part(key, start, length)
+        if self._on_disk(validator):
+            found = await trio.to_thread.run_sync(self._disk_get, part, validator, bytearray)
+            if found is not None:
+                return bytes(found)
+        value = await self._fetch_range(key, start, length)
+        if value is not None and self._on_disk(validator):
+            await trio.to_thread.run_sync(self._keep, part, validator, value)
         return value
+
+    async def _fetch_range(self, key: str, start: int, length: int) -> bytes | None:
+        value = await self._fetch(self.store.get_range, key, start, length)
+        self._count_get(None if value is None else len(value))
+        return value
+
+    def _on_disk(self, validator: str | None) -> bool:
+        """The disk cache may serve and keep a value of this validator."""
+        disk = self.disk
+        return disk is not None and (validator is not None or disk.immutable)
+
+    def _disk_get(self, part: Part, validator: str | None, buffer_for) -> memoryview | None:
+        try:
+            return self.disk.get(part, validator, buffer_for)
+        except Exception:  # the disk cache never fails a read
+            log.exception("disk cache: reading %s failed", part.key)
+            return None
+
+    def _keep(self, part: Part, validator: str | None, raw: bytes) -> None:
+        try:
+            self.disk.put(part, validator, raw)
+        except Exception:  # the disk cache never fails a read
+            log.exception("disk cache: keeping %s failed", part.key)
 
     async def set(self, key: str, value: bytes) -> None:
         await self._run(self.store.set, key, value)
@@ -164,14 +200,15 @@ class AsyncStore:
         buffer_for: Callable[[int], bytearray],
         use: Callable[[memoryview | bytes], T],
         limiter: trio.CapacityLimiter,
+        validator: str | None = None,
     ) -> T | None:
         """``use(value)`` in a worker thread under ``limiter``, or None when ``key`` is
         missing. A local store reads the value into ``buffer_for(size)`` in that same
         thread (a thread hop costs more than reading a small chunk); an object store's
-        value is fetched first, within its deadline."""
+        value comes from the disk cache where it holds it as of ``validator``, else it is
+        fetched first, within its deadline (and kept on disk)."""
         if self.store.remote:
-            raw = await self.get(key)
-            return None if raw is None else await trio.to_thread.run_sync(use, raw, limiter=limiter)
+            return await self._remote_with(key, buffer_for, use, limiter, validator)
         # not _run: a chunk that fails to decode is no store error
         try:
             found = await trio.to_thread.run_sync(
@@ -182,6 +219,31 @@ class AsyncStore:
             raise
         self._count_get(found[1])
         return found[0]
+
+    async def _remote_with(self, key: str, buffer_for, use, limiter, validator: str | None):
+        part = Part(key)
+        if self._on_disk(validator):
+            found = await trio.to_thread.run_sync(
+                self._disk_use, part, validator, buffer_for, use, limiter=limiter
+            )
+            if found is not None:
+                return found[0]
+        raw = await self.get(key)
+        if raw is None:
+            return None
+        if self._on_disk(validator):
+            return await trio.to_thread.run_sync(
+                self._keep_use, part, validator, raw, use, limiter=limiter
+            )
+        return await trio.to_thread.run_sync(use, raw, limiter=limiter)
+
+    def _disk_use(self, part: Part, validator, buffer_for, use) -> tuple[object] | None:
+        raw = self._disk_get(part, validator, buffer_for)
+        return None if raw is None else (use(raw),)
+
+    def _keep_use(self, part: Part, validator, raw: bytes, use):
+        self._keep(part, validator, raw)
+        return use(raw)
 
     def _read_use(self, key: str, buffer_for, use) -> tuple[object, int | None]:
         start = time.perf_counter()

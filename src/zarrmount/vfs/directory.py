@@ -39,7 +39,7 @@ class Directory(Node):
         self.group = group
         self.table = table
         self.listing: Listing | None = None  # once listed
-        self.listed_at = 0.0  # monotonic time the listing began
+        self.listed_at = 0.0  # monotonic time the listing was made
         self.lock: trio.Lock | None = None  # while being listed
         self.held: list[Child] | None = None  # the children of a directory with no group
         if group is not None:
@@ -53,7 +53,7 @@ class Directory(Node):
         return self.listing is not None
 
     def age(self) -> float:
-        """Seconds since the listing began."""
+        """Seconds since the listing was made."""
         return time.monotonic() - self.listed_at
 
     async def children(self, max_age: float | None = None) -> dict[str, int]:
@@ -65,9 +65,9 @@ class Directory(Node):
             self.lock = trio.Lock()
         async with self.lock:
             if self.listing is None:
-                self.listed_at = time.monotonic()
                 found = self.held or await self.table.tree.children(self.group)
                 self.listing = await self.table.adopt(self, found)
+                self.listed_at = time.monotonic()  # made: a slow listing is used a whole TTL
             elif max_age is not None and self.age() >= max_age:
                 await self._refresh(max_age)
             self.lock = None  # listed: nobody waits on it until it is stale
@@ -102,13 +102,12 @@ class Directory(Node):
         old = self.listing
         if old is None:
             return set(), set(), set()
-        started = time.monotonic()
         found = self.held or await self.table.tree.children(self.group)
         same = {c.name for c in found if _same(self.table.model(old, c.name), c.node)}
         kept = old.kept(same, {c.name for c in found})
         fresh = [child for child in found if child.name not in same]
         self.listing = new = await self.table.adopt(self, fresh, kept)
-        self.listed_at = started
+        self.listed_at = time.monotonic()
         before, after = old.entries, new.entries
         replaced = {n for n in before.keys() & after.keys() if before[n] != after[n]}
         return after.keys() - before.keys(), before.keys() - after.keys(), replaced
