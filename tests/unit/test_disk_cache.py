@@ -61,7 +61,8 @@ def test_entries_survive_a_new_instance_and_are_shared(tmp_path, cache):
 def test_a_damaged_entry_is_dropped_never_served(cache, damage, caplog):
     cache.put(Part("x"), "v", PAYLOAD)
     (path,) = _entries(cache)
-    raw = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        raw = bytearray(f.read())
     if damage == "flip":
         raw[len(raw) // 2] ^= 0x01
     elif damage == "truncate":
