@@ -250,6 +250,12 @@ class Mount:
 
         return json.loads(os.getxattr(self.path, "user.zarrmount.stats"))
 
+    def group_lists(self) -> int:
+        """Listings of the store but those that revalidate an array's chunks (one each on
+        an object store): what finding the hierarchy cost."""
+        stats = self.stats()
+        return stats["store_lists"] - stats["cache_revalidations"]
+
 
 def stop_mount(mnt: str, proc: subprocess.Popen | None) -> None:
     """Teardown used by every mount: unmount, lazy-unmount if needed, reap, kill by PID."""

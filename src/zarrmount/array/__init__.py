@@ -54,7 +54,7 @@ class Arrays:
         return shown_dtype(meta.dtype, self.byteorder)
 
     def fresh_for(self, path: str) -> float | None:
-        """Seconds the array's cached chunks stay trusted (None: unread, or for good)."""
+        """Seconds the array's cached chunks stay trusted (None: not listed yet, or for good)."""
         return self.shared.revalidation.fresh_for(path)
 
     def changed_ns(self, path: str) -> int | None:

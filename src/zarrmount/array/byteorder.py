@@ -40,6 +40,9 @@ class Swapped:
     async def revalidate(self) -> None:
         await self.engine.revalidate()
 
+    def prepare(self) -> None:
+        self.engine.prepare()
+
     @mtime_ns.setter
     def mtime_ns(self, value: int) -> None:
         self.engine.mtime_ns = value

@@ -59,14 +59,13 @@ class FreshnessStats(Counters):
 class Validity:
     """What the last listing of one array found, and until when its chunks are trusted."""
 
-    __slots__ = ("units", "listed_end", "fresh_until", "lock", "unread", "changed_ns")
+    __slots__ = ("units", "listed_end", "fresh_until", "lock", "changed_ns")
 
-    def __init__(self, unread: bool) -> None:
+    def __init__(self) -> None:
         self.units: Units | None = None
         self.listed_end = math.inf  # no listing yet: no cached chunk is known current
         self.fresh_until = -math.inf
         self.lock = trio.Lock()
-        self.unread = unread  # no read of the array yet: nothing of it is cached anywhere
         self.changed_ns: int | None = None  # wall-clock time a listing last found changes
 
     def validator(self, unit: tuple[int, ...]) -> str | None:
@@ -82,14 +81,12 @@ class Revalidation:
         self.store, self.cache = store, cache
         self.stats = FreshnessStats()
         self._arrays: dict[str, Validity] = {}  # oldest first, at most KEEP_ARRAYS
-        self._forgot = False  # of an array: a new Validity may be of one read before
 
     def of(self, path: str) -> Validity:
-        found = self._arrays.pop(path, None) or Validity(unread=not self._forgot)
+        found = self._arrays.pop(path, None) or Validity()
         self._arrays[path] = found
         while len(self._arrays) > KEEP_ARRAYS:
             del self._arrays[next(iter(self._arrays))]
-            self._forgot = True
         return found
 
     def expired(self, validity: Validity) -> bool:
@@ -97,9 +94,10 @@ class Revalidation:
         return self.ttl.period is not None and time.monotonic() >= validity.fresh_until
 
     def fresh_for(self, path: str) -> float | None:
-        """Seconds the cached chunks of a read array stay trusted; None if unread."""
+        """Seconds the cached chunks of an array stay trusted; None before its first
+        listing (nothing of it is cached)."""
         validity = self._arrays.get(path)
-        if validity is None or validity.unread or self.ttl.period is None:
+        if validity is None or validity.listed_end == math.inf or self.ttl.period is None:
             return None
         return max(validity.fresh_until - time.monotonic(), 0.0)
 
@@ -124,7 +122,6 @@ class Revalidation:
             if changed is None or changed:
                 self.cache.invalidate((path, "stored"))  # the absent units it listed too
             validity.units, validity.listed_end = units, end
-            validity.unread = False
             validity.fresh_until = start + self.ttl.period
             self.stats.revalidations += 1
             self.stats.revalidated += keep.kept

@@ -58,6 +58,10 @@ class ArrayReader:
         """Drop cached chunks other writers changed, if the array's period has run out."""
         await self.source.revalidate()
 
+    def prepare(self) -> None:
+        """Opened: what a first read needs is begun in the background."""
+        self.source.prepare()
+
     async def read(
         self, offset: int, size: int, reply: np.ndarray | None = None
     ) -> memoryview | bytes:

@@ -89,21 +89,21 @@ class ChunkSource:
         return self.revalidation.expired(self.validity)
 
     async def revalidate(self) -> None:
-        """Drop the cached chunks that other writers changed, once the period has run out.
-        An array nobody read yet has nothing cached to check: its first listing (what
-        later ones compare with) runs in the background, not before its first read."""
-        validity = self.validity
-        if not self.expired:
-            return
-        if not validity.unread or self.store.disk is not None:  # the disk needs validators
-            await self.revalidation.revalidate(self.path, validity, self.grid)
-        elif not validity.lock.locked():
-            self.background.start_soon(self._first_listing)
-
-    async def _first_listing(self) -> None:
-        try:
+        """Drop the cached chunks that other writers changed, once the period has run out
+        (the first time: the listing later ones compare with, before anything is loaded)."""
+        if self.expired:
             await self.revalidation.revalidate(self.path, self.validity, self.grid)
-        except Exception:  # nobody waits for it: the next period tries again
+
+    def prepare(self) -> None:
+        """The array was opened: list it in the background if a first read would have
+        to, so that read finds the listing made."""
+        if self.expired and not self.validity.lock.locked():
+            self.background.start_soon(self._listing)
+
+    async def _listing(self) -> None:
+        try:
+            await self.revalidate()
+        except Exception:  # nobody waits for it: the first read tries again
             log.exception("%s: listing its chunks failed", self.path)
 
     def key(self, coords: Coords) -> tuple:

@@ -44,15 +44,36 @@ def _level_patterns(encoding: ChunkKeyEncoding, ndim: int) -> list[re.Pattern]:
     ]
 
 
+def _key_pattern(encoding: ChunkKeyEncoding, ndim: int) -> re.Pattern:
+    """A whole chunk key below the array's prefix, with a group per coordinate."""
+    return re.compile("/".join(p.pattern for p in _level_patterns(encoding, ndim)), re.ASCII)
+
+
 def list_units(
     store: Store, prefix: str, encoding: ChunkKeyEncoding, ndim: int, limit: int = LIMIT
 ) -> dict[tuple[int, ...], str] | None:
     """The grid coordinates of the chunk keys stored below ``prefix``, each with its
-    object's validator (blocking); None for a 0-d array or when more than ``limit`` names
-    are met on the way."""
-    if ndim == 0:
+    object's validator (blocking); None for a 0-d array, a store that cannot list (HTTP),
+    or when more than ``limit`` names are met on the way."""
+    if ndim == 0 or not store.lists_chunks:
         return None
-    levels = _level_patterns(encoding, ndim)
+    if store.lists_deep:
+        keys = store.list_tree(prefix)
+        if len(keys) > limit:
+            return None
+        pattern = _key_pattern(encoding, ndim)
+        return {
+            tuple(int(g) for g in m.groups()): validator
+            for key, validator in keys.items()
+            if (m := pattern.fullmatch(key)) is not None
+        }
+    return _walk_units(store, prefix, _level_patterns(encoding, ndim), limit)
+
+
+def _walk_units(
+    store: Store, prefix: str, levels: list[re.Pattern], limit: int
+) -> dict[tuple[int, ...], str] | None:
+    """list_units level by level (directories), down matching names only."""
     units: dict[tuple[int, ...], str] = {}
     seen = 0
     todo: list[tuple[str, int, tuple[int, ...]]] = [(prefix, 0, ())]

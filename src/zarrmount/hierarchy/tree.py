@@ -55,11 +55,12 @@ class Tree:
             raise FsError(errno.EIO, str(e)) from e
 
     async def children(self, group: GroupNode) -> list[Child]:
-        """The nodes directly below ``group``; EIO when the store cannot list it, or its
-        root metadata is gone (a deleted store lists as nothing, not as an empty group)."""
+        """The nodes directly below ``group``; EIO when the store cannot list it, or lists
+        nothing and its root metadata is gone (a deleted store is no empty group)."""
         try:
             found = await self.store.run(lambda _store: self.dialect.children(group))
-            await self.store.check_root()
+            if not found:
+                await self.store.check_root()
         except StoreError as e:
             log.error("cannot list group %r: %s", group.path or "/", e)
             raise FsError(errno.EIO, str(e)) from e

@@ -117,7 +117,7 @@ class AsyncStore:
         now = trio.current_time()
         if marker is None or (self._root_seen is not None and now - self._root_seen < ROOT_CHECK_S):
             return
-        if await self._fetch_range(marker, 0, 1) is None:  # never from the disk cache
+        if await self._fetch(self.store.get_range, marker, 0, 1) is None:  # not from disk
             raise StoreError(f"the store's root ({marker}) is gone: {self.store.url}")
         self._root_seen = now
 

@@ -45,6 +45,10 @@ class Store(ABC):
     remote = False  # remote stores get deadlines, and callers no batched reads
     concurrency = 16  # requests at once, unless the mount's options say otherwise
     reads_parts = False  # read_ranges works, and parts of a value cost less than all of it
+    # listing an array's chunk keys works (not HTTP), and in one request however deep
+    # they lie (object stores: list_tree), or level by level (directories: list_validated)
+    lists_chunks = True
+    lists_deep = False
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
@@ -95,6 +99,11 @@ class Store(ABC):
         whenever the object under that name does (ETag, generation, mtime and size; empty
         for sub-prefixes and where the store gives none, so changes go unnoticed)."""
         return dict.fromkeys(self.list_dir(prefix), "")
+
+    def list_tree(self, prefix: str) -> dict[str, str]:
+        """Every key below ``prefix`` (relative to it), with its validator; only where
+        ``lists_deep``."""
+        raise NotImplementedError
 
     def root_exists(self) -> bool:
         """The store's root is there (a bucket, a prefix, a directory), Zarr or not."""

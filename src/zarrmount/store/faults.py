@@ -72,7 +72,15 @@ class FaultyStore(Store):
         self.injected = 0  # faults applied so far
         self._random = random.Random(seed)
         self._lock = threading.Lock()  # calls come from many worker threads
-        for name in ("url", "remote", "concurrency", "reads_parts", "deadline_s"):
+        for name in (
+            "url",
+            "remote",
+            "concurrency",
+            "reads_parts",
+            "deadline_s",
+            "lists_chunks",
+            "lists_deep",
+        ):
             setattr(self, name, getattr(inner, name))
         self.read_only_reason = inner.read_only_reason
 
@@ -170,6 +178,9 @@ class FaultyStore(Store):
 
     def list_validated(self, prefix: str) -> dict[str, str]:
         return self.inner.list_validated(prefix)
+
+    def list_tree(self, prefix: str) -> dict[str, str]:
+        return self.inner.list_tree(prefix)
 
     def lock_writer(self, holder: str) -> object | None:
         return self.inner.lock_writer(holder)

@@ -15,10 +15,19 @@ from zarrmount.store.retry import with_retries
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
 
 
+def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
+    return {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+
+
+def _is_http(fs: fsspec.AbstractFileSystem) -> bool:
+    """HTTP has no listing of keys (an HTML page's links at best)."""
+    return bool(_protocols(fs) & {"http", "https"})
+
+
 def _read_only_reason(fs: fsspec.AbstractFileSystem) -> str | None:
     """Why zarrmount can never store chunks in ``fs``, if it cannot."""
-    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-    if protocols & {"http", "https"}:
+    protocols = _protocols(fs)
+    if _is_http(fs):
         return "HTTP sources are read-only"
     if "zip" in protocols and getattr(fs, "mode", "r") == "r":
         return "zip files are opened read-only"
@@ -37,6 +46,7 @@ class FsspecStore(Store):
         self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
         self.root = root.rstrip("/")
         self.read_only_reason = _read_only_reason(self.fs)
+        self.lists_chunks = self.lists_deep = not _is_http(self.fs)
 
     def _path(self, key: str) -> str:
         key = "/".join(key_parts(key))
@@ -116,6 +126,16 @@ class FsspecStore(Store):
         """Asked to see changes: never from fsspec's cache of listings."""
         self.fs.invalidate_cache(self._path(prefix))
         return self._listing(prefix, detail=True)
+
+    def list_tree(self, prefix: str) -> dict[str, str]:
+        """One listing of every key below ``prefix`` (object stores list without
+        delimiters: a request per thousand keys, whatever their depth)."""
+        self.list_calls += 1
+        path = self._path(prefix).rstrip("/")
+        self.fs.invalidate_cache(path)
+        found = self._call(prefix or "/", "find", path, detail=True) or {}
+        start = len(path) + 1 if path else 0
+        return {name[start:]: _validator(info) for name, info in found.items()}
 
     def _listing(self, prefix: str, detail: bool) -> dict[str, str]:
         """Names directly below ``prefix``, with validators when ``detail`` (one request:

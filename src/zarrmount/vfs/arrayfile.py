@@ -74,6 +74,7 @@ class ArrayFile(Node):
     def open(self, flags: int) -> Handle:
         # O_TRUNC is accepted and changes nothing: the size is the array's (see README).
         handle = ArrayHandle(self, self._engine())
+        handle.engine.prepare()
         self.opens += 1
         return handle
 
