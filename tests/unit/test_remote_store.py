@@ -162,6 +162,7 @@ class _Boto(Exception):
         (NotImplementedError(), False),
         (PartialCredentialsError(provider="explicit", cred_var="aws_access_key_id"), False),
         (NoCredentialsError(), False),
+        (OSError("Forbidden: b/o/key\nAccess denied."), False),  # gcsfs's 403
     ],
 )
 def test_is_transient(error, transient):

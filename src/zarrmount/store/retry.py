@@ -22,6 +22,9 @@ MAX_DELAY_S = 2.0
 # Configuration errors of a backend, by class name (no backend is imported here): the
 # credentials are missing or half given, and no second try finds them.
 PERMANENT_NAMES = {"NoCredentialsError", "PartialCredentialsError", "ProfileNotFound"}
+# Errors a backend raises with no status, told by their text: gcsfs's 403 is an OSError
+# whose message begins so.
+PERMANENT_TEXTS = ("Forbidden",)
 
 
 def _status(error: BaseException) -> int | None:
@@ -50,6 +53,8 @@ def is_transient(error: BaseException) -> bool:
         | KeyError
         | NotImplementedError,
     ) or any(cls.__name__ in PERMANENT_NAMES for cls in type(error).__mro__):
+        return False
+    if str(error).startswith(PERMANENT_TEXTS):
         return False
     status = _status(error)
     if status is not None:
