@@ -3,12 +3,16 @@
 A moto S3 server runs in its own process on 127.0.0.1; a small TCP proxy in front of it
 delays every request by ``--latency-ms`` (default 20). The 1 GiB blosc-lz4 array is
 uploaded once (directly, no latency), then read cold through the proxy: sequentially
-through a zarrmount mount of ``s3://...``, and by zarr-python ``arr[:]`` via s3fs.
+through a zarrmount mount of ``s3://...``, by zarr-python ``arr[:]`` via s3fs, and by a plain
+GET of every chunk object (the link's ceiling); then a remount that reads from the disk
+cache against a mount of a local copy, and the disk cache's size while a quarter of the
+array fits.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -75,7 +79,20 @@ class LatencyProxy:
         self.server.close()
 
 
-def run(args, work: Path) -> list[str]:
+KEYS_ENV = {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+URL = "s3://bench/data.zarr"
+# The mount's concurrent requests to an object store (max_fetches' default): the plain
+# GET of the same objects runs as many at once.
+CONCURRENCY = 64
+
+
+@contextlib.contextmanager
+def _moto():
+    """A moto S3 server in its own process; its port."""
     moto = subprocess.Popen(
         [sys.executable, "-c", MOTO],
         stdin=subprocess.PIPE,
@@ -83,104 +100,182 @@ def run(args, work: Path) -> list[str]:
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    proxy = None
     try:
         line = ""
         while not line.startswith("PORT "):
             line = moto.stdout.readline()
             if not line:
                 raise b.BenchError("the moto S3 server did not start")
-        port = int(line.split()[1])
-        direct = f"http://127.0.0.1:{port}"
-        env = {
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-        os.environ.update(env)
-        import s3fs
-
-        fs = s3fs.S3FileSystem(endpoint_url=direct)
-        fs.mkdir("bench")
-        rows, cols = d.rows_for(args.size_gib), d.NCOLS
-        nbytes = rows * cols * 4
-        url = "s3://bench/data.zarr"
-        arr = zarr.create_array(
-            url,
-            shape=(rows, cols),
-            chunks=d.CHUNKS,
-            dtype="<f4",
-            compressors=d.DATASETS[1].codec(),
-            zarr_format=2,
-            fill_value=0.0,
-            storage_options={"endpoint_url": direct},
-        )
-        for r0 in range(0, rows, d.CHUNKS[0]):
-            arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(r0, min(rows, r0 + d.CHUNKS[0]))
-        proxy = LatencyProxy(port, args.latency_ms / 1000)
-        slow = f"http://127.0.0.1:{proxy.port}"
-        b.log(f"  uploaded {nbytes / 1e9:.2f} GB to moto; reading through +{args.latency_ms} ms")
-        mnt = work / "mnt"
-        buf = __import__("mmap").mmap(-1, b.READ_SIZE)
-        mount_r, zarr_r = [], []
-        for rep in range(args.reps):
-            for which in ("mount", "zarr") if rep % 2 == 0 else ("zarr", "mount"):
-                if which == "mount":
-                    b.unmount(args.zarrmount, mnt)
-                    mnt.mkdir(exist_ok=True)
-                    subprocess.run(
-                        [
-                            args.zarrmount,
-                            url,
-                            str(mnt),
-                            "-o",
-                            f"so.endpoint_url={slow},log={work / 'zarrmount.log'}",
-                        ],
-                        check=True,
-                        env={**os.environ, **env},
-                    )
-                    try:
-                        dt = b.read_sequential(mnt / "array", buf, nbytes)
-                    finally:
-                        b.unmount(args.zarrmount, mnt)
-                    mount_r.append(nbytes / dt / 1e9)
-                    b.log(f"  remote mount (dd-like 1 MiB reads)  {mount_r[-1]:6.3f} GB/s")
-                else:
-                    a = zarr.open_array(url, mode="r", storage_options={"endpoint_url": slow})
-                    t0 = time.perf_counter()
-                    res = a[:]
-                    zarr_r.append(nbytes / (time.perf_counter() - t0) / 1e9)
-                    if res.shape != (rows, cols):
-                        raise b.BenchError("zarr-python returned the wrong shape")
-                    del res
-                    b.log(f"  remote zarr arr[:]                  {zarr_r[-1]:6.3f} GB/s")
-        check = zarr.open_array(url, mode="r", storage_options={"endpoint_url": direct})
-        b.unmount(args.zarrmount, mnt)
-        subprocess.run(
-            [args.zarrmount, url, str(mnt), "-o", f"so.endpoint_url={direct}"],
-            check=True,
-            env={**os.environ, **env},
-        )
-        try:
-            row = rows // 2
-            with open(mnt / "array", "rb") as f:
-                f.seek(row * cols * 4)
-                got = np.frombuffer(f.read(cols * 4), "<f4")
-            if not np.array_equal(got, check[row]):
-                raise b.BenchError("remote: the mount's row differs from zarr-python's")
-        finally:
-            b.unmount(args.zarrmount, mnt)
+        yield int(line.split()[1])
     finally:
-        if proxy is not None:
-            proxy.close()
         if moto.poll() is None:
             moto.stdin.close()
             try:
                 moto.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 moto.kill()
-    m, z = statistics.median(mount_r), statistics.median(zarr_r)
+
+
+def _upload(direct: str, rows: int) -> None:
+    import s3fs
+
+    s3fs.S3FileSystem(endpoint_url=direct).mkdir("bench")
+    arr = zarr.create_array(
+        URL,
+        shape=(rows, d.NCOLS),
+        chunks=d.CHUNKS,
+        dtype="<f4",
+        compressors=d.DATASETS[1].codec(),
+        zarr_format=2,
+        fill_value=0.0,
+        storage_options={"endpoint_url": direct},
+    )
+    for r0 in range(0, rows, d.CHUNKS[0]):
+        arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(r0, min(rows, r0 + d.CHUNKS[0]))
+
+
+class Reads:
+    """Cold sequential reads of the array through fresh mounts (dd-like 1 MiB reads)."""
+
+    def __init__(self, args, work: Path, nbytes: int) -> None:
+        self.args, self.work, self.nbytes = args, work, nbytes
+        self.mnt = work / "mnt"
+        self.buf = __import__("mmap").mmap(-1, b.READ_SIZE)
+
+    def read(self, source: str, *options: str) -> tuple[float, dict]:
+        """GB/s of a cold read of ``source``'s array, and the daemon's statistics."""
+        b.unmount(self.args.zarrmount, self.mnt)
+        self.mnt.mkdir(exist_ok=True)
+        opts = ",".join([f"log={self.work / 'zarrmount.log'}", *options])
+        subprocess.run([self.args.zarrmount, source, str(self.mnt), "-o", opts], check=True)
+        try:
+            b.touch_and_free()
+            dt = b.read_sequential(self.mnt / "array", self.buf, self.nbytes)
+            stats = b.daemon_stats(self.mnt) or {}
+        finally:
+            b.unmount(self.args.zarrmount, self.mnt)
+        return self.nbytes / dt / 1e9, stats
+
+
+def _plain_get(slow: str, nbytes: int) -> float:
+    """GB/s of a GET of every chunk object, CONCURRENCY at once (s3fs, no decoding)."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(endpoint_url=slow, skip_instance_cache=True)
+    keys = [k for k in fs.find("bench/data.zarr") if k.rsplit("/", 1)[-1][0].isdigit()]
+    t0 = time.perf_counter()
+    got = fs.cat(keys, batch_size=CONCURRENCY)
+    dt = time.perf_counter() - t0
+    if len(got) != len(keys):
+        raise b.BenchError("the plain GET missed objects")
+    return nbytes / dt / 1e9
+
+
+def _zarr_read(slow: str, shape: tuple[int, int]) -> float:
+    a = zarr.open_array(URL, mode="r", storage_options={"endpoint_url": slow})
+    t0 = time.perf_counter()
+    res = a[:]
+    seconds = time.perf_counter() - t0
+    if res.shape != shape:
+        raise b.BenchError("zarr-python returned the wrong shape")
+    return res.nbytes / seconds / 1e9
+
+
+def run(args, work: Path) -> list[str]:
+    os.environ.update(KEYS_ENV)
+    proxy = None
+    with _moto() as port:
+        try:
+            direct = f"http://127.0.0.1:{port}"
+            rows = d.rows_for(args.size_gib)
+            nbytes = rows * d.NCOLS * 4
+            _upload(direct, rows)
+            proxy = LatencyProxy(port, args.latency_ms / 1000)
+            slow = f"http://127.0.0.1:{proxy.port}"
+            b.log(f"  uploaded {nbytes / 1e9:.2f} GB to moto; read through +{args.latency_ms} ms")
+            reads = Reads(args, work, nbytes)
+            lines = _cold(args, reads, slow, rows)
+            lines += _disk_cache(args, reads, slow, direct, work)
+            _check_row(args, reads.mnt, direct, rows)
+        finally:
+            if proxy is not None:
+                proxy.close()
+    return lines
+
+
+def _cold(args, reads: Reads, slow: str, rows: int) -> list[str]:
+    """The mount against zarr-python and a plain GET of the same objects, alternating."""
+    found: dict[str, list[float]] = {"mount": [], "zarr": [], "get": []}
+    order = ("mount", "zarr", "get")
+    for rep in range(args.reps):
+        for which in order if rep % 2 == 0 else order[::-1]:
+            if which == "mount":
+                gbps, _ = reads.read(URL, f"so.endpoint_url={slow}")
+            elif which == "zarr":
+                gbps = _zarr_read(slow, (rows, d.NCOLS))
+            else:
+                gbps = _plain_get(slow, reads.nbytes)
+            found[which].append(gbps)
+            b.log(f"  remote cold {which:<6} {gbps:6.3f} GB/s")
+    m, z, g = (statistics.median(found[k]) for k in ("mount", "zarr", "get"))
     return [
-        f"remote S3 read (+{args.latency_ms} ms per request, v2 lz4 4 MiB chunks)  "
-        f"mount {m:.3f} GB/s  zarr-python {z:.3f} GB/s  ratio {m / z:.2f}x"
+        f"remote S3 read (+{args.latency_ms:g} ms per request, v2 lz4 4 MiB chunks)  "
+        f"mount {m:.3f} GB/s  zarr-python {z:.3f} GB/s  ratio {m / z:.2f}x",
+        f"remote S3 cold read against a plain GET of the same objects ({CONCURRENCY} at "
+        f"once)  mount {m:.3f} GB/s  GET {g:.3f} GB/s  ratio {m / g:.2f}x (target >= 0.8)",
     ]
+
+
+def _disk_cache(args, reads: Reads, slow: str, direct: str, work: Path) -> list[str]:
+    """A remount with the disk cache filled against a mount of a local copy of the same
+    array, alternating; then a cache of a quarter of the array, read through once."""
+    import s3fs
+
+    disk, local = work / "disk-cache", work / "remote-copy.zarr"
+    shutil.rmtree(disk, ignore_errors=True)
+    shutil.rmtree(local, ignore_errors=True)
+    s3fs.S3FileSystem(endpoint_url=direct).get("bench/data.zarr", str(local), recursive=True)
+    cached = (f"so.endpoint_url={slow}", f"disk_cache={disk}")
+    reads.read(URL, *cached)  # fills it
+    found: dict[str, list[float]] = {"disk": [], "local": []}
+    chunk_gets = []
+    for rep in range(args.reps):
+        for which in ("disk", "local") if rep % 2 == 0 else ("local", "disk"):
+            if which == "disk":
+                b.read_tree(disk)
+                gbps, stats = reads.read(URL, *cached)
+                chunk_gets.append(stats.get("store_get_bytes", 0) >= d.CHUNKS[1] * 4)
+            else:
+                b.read_tree(local)
+                gbps, _ = reads.read(str(local))
+            found[which].append(gbps)
+            b.log(f"  remount {which:<5} {gbps:6.3f} GB/s")
+    k, loc = statistics.median(found["disk"]), statistics.median(found["local"])
+    small = reads.nbytes // 4
+    shutil.rmtree(disk, ignore_errors=True)
+    reads.read(URL, *cached, f"disk_cache_size={small}", "cache_size=64M")
+    used = sum(f.stat().st_size for f in disk.rglob("*") if f.is_file())
+    shutil.rmtree(disk, ignore_errors=True)
+    shutil.rmtree(local, ignore_errors=True)
+    return [
+        f"remount from the disk cache against a local store of the same array  "
+        f"{k:.3f} GB/s  local {loc:.3f} GB/s  ratio {k / loc:.2f}x (target >= 0.8); "
+        f"a chunk object fetched in {sum(chunk_gets)} of {len(chunk_gets)} remounts",
+        f"disk cache of {small >> 20} MiB streaming {reads.nbytes >> 20} MiB: "
+        f"{used >> 20} MiB on disk after ({'within' if used <= small else 'OVER'} the limit)",
+    ]
+
+
+def _check_row(args, mnt: Path, direct: str, rows: int) -> None:
+    check = zarr.open_array(URL, mode="r", storage_options={"endpoint_url": direct})
+    b.unmount(args.zarrmount, mnt)
+    subprocess.run([args.zarrmount, URL, str(mnt), "-o", f"so.endpoint_url={direct}"], check=True)
+    try:
+        row = rows // 2
+        with open(mnt / "array", "rb") as f:
+            f.seek(row * d.NCOLS * 4)
+            got = np.frombuffer(f.read(d.NCOLS * 4), "<f4")
+        if not np.array_equal(got, check[row]):
+            raise b.BenchError("remote: the mount's row differs from zarr-python's")
+    finally:
+        b.unmount(args.zarrmount, mnt)

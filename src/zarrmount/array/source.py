@@ -130,10 +130,27 @@ class ChunkSource:
                     key, *self._landing(), self.decoders.limiter, validator
                 )
                 return loaded or await self.absent()
-            raw = await self.shards.fetch_inner(key, local, unit, validator)
-            return await self.absent() if raw is None else await self.decode(raw)
+            return await self._load_inner(key, local, unit, validator)
         except (StoreError, ChunkDecodeError) as e:
             raise failed(key, e) from e
+
+    async def _load_inner(
+        self, key: str, local: Coords, unit: Coords, validator: str | None
+    ) -> Loaded:
+        """An inner chunk, by the shard's cached index; one that does not decode (or lies
+        past the shard's end) is read once more with the index read again: another writer
+        may have replaced the shard since its index was cached."""
+        try:
+            return await self._inner_once(key, local, unit, validator)
+        except ChunkDecodeError:
+            self.shards.forget(key)
+            return await self._inner_once(key, local, unit, None)
+
+    async def _inner_once(
+        self, key: str, local: Coords, unit: Coords, validator: str | None
+    ) -> Loaded:
+        raw = await self.shards.fetch_inner(key, local, unit, validator)
+        return await self.absent() if raw is None else await self.decode(raw)
 
     def _landing(self) -> tuple:
         landing = _Landing(self)
