@@ -4,6 +4,8 @@ against a brute-force count."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import zarr
 from hypothesis import given, settings
@@ -13,6 +15,7 @@ from zarrmount import hierarchy
 from zarrmount.array.stored_units import Selector, StoredUnits, list_units
 from zarrmount.layout import product
 from zarrmount.store.local import LocalStore
+from zarrmount.store.remote import FsspecStore
 
 WRITTEN = [(0, 0), (0, 5), (3, 2), (7, 7), (12, 1)]
 
@@ -30,19 +33,27 @@ KINDS = {
 }
 
 
+@pytest.mark.parametrize("where", ["directory", "object store"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_listing_finds_the_units_zarr_python_wrote(tmp_path, kind):
-    root = str(tmp_path / "a.zarr")
+def test_the_listing_finds_the_units_zarr_python_wrote(tmp_path, kind, where):
+    """A directory is listed level by level, an object store in one listing of every key
+    below the array (fsspec's memory filesystem stands for one): the same units, each with
+    a validator that changes when its object is written again."""
+    root = str(tmp_path / "a.zarr") if where == "directory" else f"memory://{tmp_path}/a.zarr"
     array = zarr.create_array(root, shape=(26, 16), dtype="u1", fill_value=0, **KINDS[kind])
     for unit in WRITTEN:
         array[unit[0] * 2, unit[1] * 2] = 1
-    (tmp_path / "a.zarr" / "c.tmp").write_bytes(b"")  # not a chunk key of any encoding
-    store = LocalStore(root)
+    store = LocalStore(root) if where == "directory" else FsspecStore(root)
+    store.set("c.tmp", b"")  # not a chunk key of any encoding
     _, node, _ = hierarchy.open_hierarchy(store)
     meta = node.meta
     listed = list_units(store, "", meta.key_encoding, 2)
     assert set(listed) == set(WRITTEN)
-    assert all(listed.values())  # each with its file's validator
+    assert all(listed.values())  # each with its object's validator
+    time.sleep(0.002)  # a later modification time, where that is the validator
+    array[0, 0] = 2
+    again = list_units(store, "", meta.key_encoding, 2)
+    assert [u for u in WRITTEN if again[u] != listed[u]] == [(0, 0)]
     assert list_units(store, "", meta.key_encoding, 2, limit=2) is None  # too many names
 
 
