@@ -165,28 +165,26 @@ def _environment(name: str, endpoint: str) -> dict[str, str]:
     return {"AZURE_STORAGE_CONNECTION_STRING": _azure_connection(endpoint)}
 
 
-@contextlib.contextmanager
-def _gcs() -> Iterator[Cloud]:
-    port = _free_port()
-    args = [fake_gcs_binary(), "-backend", "memory", "-scheme", "http", "-host", LOOPBACK,
+def _gcs_args(port: int) -> list[str]:
+    return [fake_gcs_binary(), "-backend", "memory", "-scheme", "http", "-host", LOOPBACK,
             "-port", str(port), "-log-level", "error"]  # fmt: skip
-    with _server(args, port):
-        cloud = Cloud("gcs", "gs", BUCKET, f"http://{LOOPBACK}:{port}")
-        cloud.fs().mkdir(BUCKET)
-        yield cloud
 
 
-@contextlib.contextmanager
-def _azure() -> Iterator[Cloud]:
+def _azure_args(port: int) -> list[str]:
     binary = azurite_binary()
     if not os.path.exists(binary):
         pytest.fail(f"azurite is not installed at {binary}: run scripts/setup-env --test")
-    port = _free_port()
-    args = [binary, "--blobHost", LOOPBACK, "--blobPort", str(port), "--inMemoryPersistence",
+    return [binary, "--blobHost", LOOPBACK, "--blobPort", str(port), "--inMemoryPersistence",
             "--skipApiVersionCheck", "--loose", "--disableTelemetry", "--silent"]  # fmt: skip
-    with _server(args, port):
-        cloud = Cloud("azure", "az", CONTAINER, f"http://{LOOPBACK}:{port}")
-        cloud.fs().mkdir(CONTAINER)
+
+
+@contextlib.contextmanager
+def _emulated(name: str, scheme: str, bucket: str, args) -> Iterator[Cloud]:
+    """The emulator ``args(port)`` starts, with ``bucket`` made in it."""
+    port = _free_port()
+    with _server(args(port), port):
+        cloud = Cloud(name, scheme, bucket, f"http://{LOOPBACK}:{port}")
+        cloud.fs().mkdir(bucket)
         yield cloud
 
 
@@ -200,7 +198,11 @@ def _s3() -> Iterator[Cloud]:
         yield cloud
 
 
-EMULATORS = {"s3": _s3, "gcs": _gcs, "azure": _azure}
+EMULATORS = {
+    "s3": _s3,
+    "gcs": lambda: _emulated("gcs", "gs", BUCKET, _gcs_args),
+    "azure": lambda: _emulated("azure", "az", CONTAINER, _azure_args),
+}
 
 
 @pytest.fixture(scope="session", params=sorted(EMULATORS), name="cloud")

@@ -139,6 +139,21 @@ def test_a_full_disk_pauses_caching_with_one_log_line(cache, monkeypatch, caplog
     assert cache.stats.stored == 0
 
 
+def test_an_entry_whose_file_went_meanwhile_is_only_skipped(cache, monkeypatch):
+    """Another mount removed the temporary file (a clock that jumped made it look old):
+    this entry is not kept, and caching goes on."""
+
+    def gone(*_args):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(cache, "_write", gone)
+        cache.put(Part("x"), "v", PAYLOAD)
+    cache.put(Part("y"), "v", PAYLOAD)
+    assert cache.get(Part("x"), "v") is None
+    assert bytes(cache.get(Part("y"), "v")) == PAYLOAD
+
+
 def test_a_directory_that_cannot_be_written_turns_caching_off(tmp_path, caplog):
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")

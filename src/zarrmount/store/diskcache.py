@@ -176,6 +176,8 @@ class DiskCache:
         os.replace(tmp, path)
 
     def _failed_write(self, e: OSError) -> None:
+        if e.errno == errno.ENOENT:
+            return  # the directory went meanwhile (another mount's cleaning): next time
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             with self._lock:
                 said = self._paused_until > 0
