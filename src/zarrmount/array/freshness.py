@@ -30,8 +30,12 @@ from zarrmount.store.aio import AsyncStore
 log = logging.getLogger(__name__)
 
 Units = dict[tuple[int, ...], str]
-# Arrays whose validity is remembered; one forgotten is listed afresh, its chunks dropped.
+# Arrays whose last listing is remembered, and the memory those listings may take (a
+# share of the chunk cache's); one forgotten is listed afresh, its cached chunks dropped.
 KEEP_ARRAYS = 4096
+LISTINGS_SHARE = 16
+# What one listed unit costs in memory: its coordinates and its validator, in a dict.
+UNIT_BYTES = 240
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,14 @@ class Validity:
         self.lock = trio.Lock()
         self.changed_ns: int | None = None  # wall-clock time a listing last found changes
 
+    def forget(self) -> None:
+        """Let go of the last listing: the next one drops every cached chunk."""
+        self.units, self.listed_end, self.fresh_until = None, math.inf, -math.inf
+
+    @property
+    def nbytes(self) -> int:
+        return UNIT_BYTES * len(self.units or ())
+
     def validator(self, unit: tuple[int, ...]) -> str | None:
         """The unit's object's validator in the last listing (None: unknown, or absent)."""
         return None if self.units is None else self.units.get(unit) or None
@@ -80,14 +92,28 @@ class Revalidation:
         self.ttl = ttl
         self.store, self.cache = store, cache
         self.stats = FreshnessStats()
-        self._arrays: dict[str, Validity] = {}  # oldest first, at most KEEP_ARRAYS
+        self._arrays: dict[str, Validity] = {}  # least recently used first
+        self.budget = cache.capacity // LISTINGS_SHARE  # bytes of listings kept at most
 
     def of(self, path: str) -> Validity:
         found = self._arrays.pop(path, None) or Validity()
         self._arrays[path] = found
-        while len(self._arrays) > KEEP_ARRAYS:
-            del self._arrays[next(iter(self._arrays))]
+        self._bound(found)
         return found
+
+    def _bound(self, keep: Validity) -> None:
+        """At most KEEP_ARRAYS listings of at most ``budget`` bytes: the least recently
+        used go (an engine still holding one keeps its state, not its listing)."""
+        used = sum(v.nbytes for v in self._arrays.values())
+        for path in list(self._arrays):
+            if len(self._arrays) <= KEEP_ARRAYS and used <= self.budget:
+                break
+            validity = self._arrays[path]
+            if validity is keep:
+                continue
+            used -= validity.nbytes
+            validity.forget()
+            del self._arrays[path]
 
     def expired(self, validity: Validity) -> bool:
         """The array's cached chunks are due for revalidation."""
@@ -122,6 +148,7 @@ class Revalidation:
             if changed is None or changed:
                 self.cache.invalidate((path, "stored"))  # the absent units it listed too
             validity.units, validity.listed_end = units, end
+            self._bound(validity)
             validity.fresh_until = start + self.ttl.period
             self.stats.revalidations += 1
             self.stats.revalidated += keep.kept
