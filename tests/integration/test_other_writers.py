@@ -111,17 +111,31 @@ def test_an_extended_array_shows_its_new_size_and_bytes(tmp_path, fmt):
         assert (_read(m.p("a")) == expected).all()
 
 
-def test_arrays_added_and_removed_appear_and_go(store):
+@pytest.mark.parametrize("consolidated", [False, True])
+def test_arrays_added_and_removed_appear_and_go(store, consolidated):
+    """Consolidated metadata is read again once its document changed, not before."""
+    if consolidated:
+        zarr.consolidate_metadata(str(store))
     with mounted(store, OPTIONS) as m:
         assert sorted(os.listdir(m.path)) == ["a"]
         with pytest.raises(FileNotFoundError):
             os.stat(m.p("b"))  # absent: remembered for negative_ttl only
+        _passed()
+        assert sorted(os.listdir(m.path)) == ["a"]  # the hierarchy is opened again once
+        gets = m.stats()["store_gets"]
+        _passed()
+        assert sorted(os.listdir(m.path)) == ["a"]  # unchanged: its root is not read again
+        assert m.stats()["store_gets"] == gets or not consolidated
         b = _array(store, "b")
         b[:] = 3
+        if consolidated:
+            zarr.consolidate_metadata(str(store))
         _passed()
         assert sorted(os.listdir(m.path)) == ["a", "b"]
         assert (_read(m.p("b")) == 3).all()
         shutil.rmtree(store / "a")
+        if consolidated:
+            zarr.consolidate_metadata(str(store))
         _passed()
         assert sorted(os.listdir(m.path)) == ["b"]
         with pytest.raises(FileNotFoundError):

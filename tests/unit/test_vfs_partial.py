@@ -188,6 +188,7 @@ def test_reads_of_a_chunk_already_loading_wait_for_it(stores):
     async def main():
         fs = make_fs(root)
         fh = await open_array(fs)
+        await fs.fresh_attr((await fs.lookup(1, "array")).ino)  # its first listing made
         async with trio.open_nursery() as nursery:
             nursery.start_soon(fs.read, fh, 0, 40 * ROW)  # much of two chunks: loads them
             await trio.testing.wait_all_tasks_blocked(cushion=0.0)

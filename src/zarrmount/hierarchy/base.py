@@ -150,6 +150,11 @@ class Dialect(ABC):
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    def documents(self) -> tuple[str, ...]:
+        """The keys whose change means opening the hierarchy again: the root's metadata,
+        and consolidated metadata where the dialect holds it."""
+        return (self.store.root_marker or "",)
+
     @abstractmethod
     def root(self) -> tuple[Node, Pipeline | None]:
         """The root node (never hidden: a bad root raises SourceError)."""

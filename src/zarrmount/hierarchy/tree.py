@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 Opened = tuple[Dialect, Node, Pipeline | None]
 
 
+def _validators(store: Store, keys: tuple[str, ...]) -> tuple[str | None, ...]:
+    return tuple(store.validator(key) for key in keys)
+
+
 def _reopen(store: Store) -> Opened:
     store.forget_listings()
     return open_hierarchy(store)
@@ -31,6 +35,7 @@ class Tree:
         self.store = store
         self.opened_at = time.monotonic()
         self.root: tuple[Node, Pipeline | None] | None = None  # as last opened again
+        self._validators: tuple[str | None, ...] | None = None  # of its documents, then
 
     def use(self, dialect: Dialect, root: Node, pipeline: Pipeline | None) -> None:
         """List with ``dialect`` from now on (the hierarchy as opened again)."""
@@ -45,11 +50,18 @@ class Tree:
 
     async def refresh(self, max_age: float) -> None:
         """Open the hierarchy again if it was opened more than ``max_age`` seconds ago
-        (consolidated metadata, the root's own); EIO when its root is gone."""
-        if time.monotonic() - self.opened_at < max_age:
+        and its documents (the root's metadata, consolidated metadata) changed since, as
+        their validators tell; EIO when its root is gone."""
+        started = time.monotonic()
+        if started - self.opened_at < max_age:
             return
         try:
+            found = await self.store.run(_validators, self.dialect.documents())
+            if found == self._validators and found[0] is not None:
+                self.opened_at = started  # unchanged: nothing to read again
+                return
             self.use(*await self.reopen())
+            self._validators = found
         except (SourceError, StoreError) as e:
             log.error("cannot read the hierarchy's root again: %s", e)
             raise FsError(errno.EIO, str(e)) from e

@@ -49,6 +49,9 @@ class V2Dialect(Dialect):
         # Consolidated metadata answers every metadata read and listing without the store.
         self.consolidated = _consolidated(store.get(ZMETADATA))
 
+    def documents(self) -> tuple[str, ...]:
+        return (*super().documents(), v2.ZATTRS, ZMETADATA)
+
     def _get(self, key: str) -> bytes | None:
         if self.consolidated is None:
             return self.store.get(key)

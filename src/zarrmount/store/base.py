@@ -100,6 +100,11 @@ class Store(ABC):
         for sub-prefixes and where the store gives none, so changes go unnoticed)."""
         return dict.fromkeys(self.list_dir(prefix), "")
 
+    def validator(self, key: str) -> str | None:
+        """The validator of ``key``'s object (see list_validated); None when it is missing,
+        or where the store gives none (then it is read again each time)."""
+        return None
+
     def list_tree(self, prefix: str) -> dict[str, str]:
         """Every key below ``prefix`` (relative to it), with its validator; only where
         ``lists_deep``."""

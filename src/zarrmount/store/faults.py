@@ -182,6 +182,9 @@ class FaultyStore(Store):
     def list_tree(self, prefix: str) -> dict[str, str]:
         return self.inner.list_tree(prefix)
 
+    def validator(self, key: str) -> str | None:
+        return self.inner.validator(key)
+
     def lock_writer(self, holder: str) -> object | None:
         return self.inner.lock_writer(holder)
 

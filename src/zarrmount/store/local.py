@@ -205,6 +205,12 @@ class LocalStore(Store):
     def list_dir(self, prefix: str) -> list[str]:
         return sorted(self._listing(prefix, os.listdir))
 
+    def validator(self, key: str) -> str | None:
+        try:
+            return _stat_validator(os.stat(self._path(key)))
+        except OSError:
+            return None
+
     def list_validated(self, prefix: str) -> dict[str, str]:
         """A file's validator is its mtime, size and inode: a rewrite in place changes
         the first two, a replacement by rename the last."""
@@ -239,9 +245,12 @@ def _validator(entry: os.DirEntry) -> str:
     try:
         if not entry.is_file():
             return ""
-        st = entry.stat()
+        return _stat_validator(entry.stat())
     except OSError:  # gone meanwhile, a dangling link
         return ""
+
+
+def _stat_validator(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
 
 

@@ -127,6 +127,13 @@ class FsspecStore(Store):
         self.fs.invalidate_cache(self._path(prefix))
         return self._listing(prefix, detail=True)
 
+    def validator(self, key: str) -> str | None:
+        """One HEAD request (never fsspec's cached listings)."""
+        path = self._path(key)
+        self.fs.invalidate_cache(path)
+        info = self._call(key, "info", path)
+        return None if info is None else _validator(info)
+
     def list_tree(self, prefix: str) -> dict[str, str]:
         """One listing of every key below ``prefix`` (object stores list without
         delimiters: a request per thousand keys, whatever their depth)."""
