@@ -55,7 +55,7 @@ def _entry(attr: Attr) -> pyfuse3.EntryAttributes:
     e = pyfuse3.EntryAttributes()
     e.st_ino = attr.ino
     e.generation = 0
-    e.entry_timeout = e.attr_timeout = attr.timeout
+    e.entry_timeout, e.attr_timeout = attr.entry_timeout, attr.attr_timeout
     e.st_mode = attr.mode
     e.st_nlink = attr.nlink
     e.st_uid = attr.uid

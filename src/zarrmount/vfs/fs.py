@@ -50,11 +50,16 @@ class Attr:
     mtime_ns: int
     nlink: int = 1
     blksize: int = BLOCK_SIZE
-    timeout: float = ENTRY_TIMEOUT  # seconds the kernel may keep the name and attributes
+    entry_timeout: float = ENTRY_TIMEOUT  # seconds the kernel may keep the name
+    attr_timeout: float = ENTRY_TIMEOUT  # and the attributes
 
     @property
     def blocks(self) -> int:
         return -(-self.size // 512)
+
+
+def _clamp(seconds: float) -> float:
+    return min(max(seconds, 0.0), ENTRY_TIMEOUT)
 
 
 def _ignore(_seconds: float) -> None:
@@ -128,7 +133,7 @@ class Filesystem:
         mode = stat.S_IFMT(mode) | (self._bits(mode) & ~opts.umask)
         mtime = node.mtime_ns() or self.table.mtime_ns
         attr = Attr(ino, mode, node.size(), opts.uid, opts.gid, mtime, node.nlink)
-        attr.timeout = self._timeout(node)
+        attr.entry_timeout, attr.attr_timeout = self._timeouts(node)
         return attr
 
     async def fresh_attr(self, ino: int) -> Attr:
@@ -138,18 +143,20 @@ class Filesystem:
         await self.table[ino].revalidate()
         return self.getattr(ino)
 
-    def _timeout(self, node: Node) -> float:
-        """What is left of the TTL of the listing that showed ``node`` (and of its own
-        cached data): the kernel asks again no later than the mount would check."""
-        period = self.ttl.period
-        if period is None:
-            return ENTRY_TIMEOUT
-        directory = self.table[node.parent]
-        left = period - directory.age() if isinstance(directory, Directory) else 0.0
-        own = node.fresh_for()
-        if own is not None:
-            left = min(left, own)
-        return min(max(left, 0.0), ENTRY_TIMEOUT)
+    def _timeouts(self, node: Node) -> tuple[float, float]:
+        """How long the kernel may keep the node's name: what is left of the metadata TTL
+        of the listing that showed it, so it asks again no later than the mount lists
+        again; and its attributes: what is left of its data's own TTL (an array's chunks:
+        a change shows in its mtime), else the period."""
+        metadata, period = self.ttl.metadata, self.ttl.period
+        entry = attr = ENTRY_TIMEOUT
+        if metadata is not None:
+            directory = self.table[node.parent]
+            entry = metadata - directory.age() if isinstance(directory, Directory) else 0.0
+        if period is not None:
+            own = node.fresh_for()
+            attr = period if own is None else own
+        return _clamp(entry), _clamp(attr)
 
     def _bits(self, mode: int) -> int:
         """The permission bits of a node of ``mode``: the node's own, or those of

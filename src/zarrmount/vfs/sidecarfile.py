@@ -54,6 +54,13 @@ class SidecarFile(Node):
     def mtime_ns(self) -> int | None:
         return self.file.mtime_ns() if self.sidecar.view else None
 
+    async def revalidate(self) -> None:
+        if self.sidecar.view:  # its bytes are the array file's
+            await self.file.revalidate()
+
+    def fresh_for(self) -> float | None:
+        return self.file.fresh_for() if self.sidecar.view else None
+
     def open(self, flags: int) -> Handle:
         if not self.sidecar.view:
             return HeaderHandle(self)
