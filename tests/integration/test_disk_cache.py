@@ -144,3 +144,18 @@ def test_an_object_changed_by_another_writer_is_fetched_anew(s3, tmp_path):
         stats = m.stats()
     assert stats["disk_cache_hits"] >= ROWS - 1, stats
     assert CHUNK <= stats["store_get_bytes"] < 2 * CHUNK, stats  # the changed chunk alone
+
+
+def test_a_daemon_killed_while_it_fills_the_cache_leaves_nothing_wrong(s3, tmp_path):
+    """SIGKILL while read-ahead loads are storing entries: whatever was cut is never
+    served; the next mount reads every byte right."""
+    url, expected = _write(s3)
+    disk = tmp_path / "disk"
+    with mounted(url, _options(s3, disk), tag="dckill") as m:
+        with open(m.p("array"), "rb") as f:
+            assert f.read(CHUNK * ROWS // 2) == expected.tobytes()[: CHUNK * ROWS // 2]
+        m.proc.send_signal(signal.SIGKILL)  # read-ahead is still storing the rest
+        m.proc.wait()
+    with mounted(url, _options(s3, disk), tag="dckill2") as m:
+        assert (_read(m.p("array")) == expected).all()
+        m.assert_alive()
