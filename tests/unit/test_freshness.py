@@ -13,6 +13,7 @@ import zarr
 
 from zarrmount import hierarchy
 from zarrmount.array.freshness import UNIT_BYTES, Revalidation
+from zarrmount.array.stored_units import list_units
 from zarrmount.assemble import assemble
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
@@ -89,3 +90,23 @@ def test_kept_listings_stay_within_their_budget(tmp_path):
             assert f"a{i}" in kept
 
     trio.run(main)
+
+
+def test_a_wide_read_uses_the_revalidation_listing_not_a_second_one(tmp_path):
+    """A sparse array read across many chunks needs its stored units: the listing its
+    revalidation just made gives them."""
+    root = str(tmp_path / "sparse.zarr")
+    array = zarr.create_array(root, shape=(4096,), chunks=(1,), dtype="u1", fill_value=0)
+    array[[5, 700, 4000]] = 9
+    one = LocalStore(root)
+    _, node, _ = hierarchy.open_hierarchy(one)
+    list_units(one, "", node.meta.key_encoding, 1)  # what one listing of its units costs
+    fs = _mount(root)
+
+    async def main():
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+        return bytes(await fs.read(fh, 0, 4096))
+
+    got = trio.run(main)
+    assert got == zarr.open_array(root, mode="r")[:].tobytes()
+    assert fs.stats()["store_lists"] == one.list_calls

@@ -74,7 +74,8 @@ class ArrayReader:
         end = min(offset + size, self.size)
         if offset >= end:
             return b""
-        await self.source.revalidate()
+        if self.source.expired:  # checked here: a read must not pay a coroutine for it
+            await self.source.revalidate()
         isz = self.meta.itemsize
         first, last = offset // isz, -(-end // isz)
         self.prefetch.observe(offset, end)

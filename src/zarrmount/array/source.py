@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 
 import numpy as np
 import trio
@@ -79,14 +80,21 @@ class ChunkSource:
         self.shards = ShardReader(
             self.path, self.grid, self.store, self.cache, self.decoders, self.states, self.check
         )
-        self.listing = Listing(self.path, self.grid, self.store, self.cache, self.states)
         self.revalidation = shared.revalidation
         self.validity = shared.revalidation.of(self.path)
+        self.listing = Listing(
+            self.path, self.grid, self.store, self.cache, self.states, self._revalidated_units
+        )
 
     @property
     def expired(self) -> bool:
         """Cached chunks may be stale: revalidate them before a read."""
         return self.revalidation.expired(self.validity)
+
+    def _revalidated_units(self) -> Iterable[Coords] | None:
+        """The units the array's last revalidation listed, while they are trusted."""
+        validity = self.validity
+        return None if self.expired or validity.units is None else validity.units.keys()
 
     async def revalidate(self) -> None:
         """Drop the cached chunks that other writers changed, once the period has run out
@@ -98,9 +106,9 @@ class ChunkSource:
         """The array was opened: list it in the background if a first read would have
         to, so that read finds the listing made."""
         if self.expired and not self.validity.lock.locked():
-            self.background.start_soon(self._listing)
+            self.background.start_soon(self._list_first)
 
-    async def _listing(self) -> None:
+    async def _list_first(self) -> None:
         try:
             await self.revalidate()
         except Exception:  # nobody waits for it: the first read tries again

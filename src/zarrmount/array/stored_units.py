@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import trio
@@ -158,13 +158,21 @@ class Selector:
 
 class Listing:
     """One array's listing of stored units: made when a wide read asks, kept as a cache
-    entry, made anew once LISTING_TTL_S old, and told of every unit this mount stores."""
+    entry, made anew once LISTING_TTL_S old, and told of every unit this mount stores.
+    ``known()`` gives the units of a listing made for another purpose that is still
+    trusted (the array's revalidation), if any: that one is not made twice."""
 
     def __init__(
-        self, path: str, grid: UnitGrid, store: AsyncStore, cache: ChunkCache, states: UnitStates
+        self,
+        path: str,
+        grid: UnitGrid,
+        store: AsyncStore,
+        cache: ChunkCache,
+        states: UnitStates,
+        known: Callable[[], Iterable[tuple[int, ...]] | None] = lambda: None,
     ) -> None:
         self.path, self.grid, self.store, self.cache = path, grid, store, cache
-        self.states = states
+        self.states, self.known = states, known
         # listings still in use (cached, or held by a read): each learns what is stored
         self._listings: weakref.WeakSet[StoredUnits] = weakref.WeakSet()
 
@@ -182,9 +190,11 @@ class Listing:
         stores, busy = states.stores, states.any_busy
         grid = self.grid
         try:
-            units = await self.store.run(
-                list_units, grid.prefix, grid.meta.key_encoding, len(grid.meta.shape)
-            )
+            units = self.known()
+            if units is None:
+                units = await self.store.run(
+                    list_units, grid.prefix, grid.meta.key_encoding, len(grid.meta.shape)
+                )
         except StoreError as e:
             log.warning("%s: its chunks are read one by one (no listing: %s)", self.path, e)
             units = None

@@ -63,7 +63,7 @@ async def reload(mount: Mount) -> None:
     sd_notify(f"RELOADING=1\nMONOTONIC_USEC={now_us}")
     try:
         dialect, root, pipeline = await mount.fs.table.tree.reopen()
-        done = await mount.fs.reload(dialect, root)
+        done = await mount.fs.reload(dialect, root, pipeline)
     except (SourceError, StoreError, FsError) as e:
         log.error("reload failed, the mount shows the hierarchy as before: %s", e)
         said = f"reload failed: {e}"
@@ -71,7 +71,6 @@ async def reload(mount: Mount) -> None:
         log.exception("reload failed, the mount shows the hierarchy as it can")
         said = f"reload failed: {type(e).__name__}"
     else:
-        mount.arrays.root_pipeline = pipeline
         forget_names(done.stale)
         log.info("reloaded the hierarchy: %s", done)
         said = f"reloaded: {done}"

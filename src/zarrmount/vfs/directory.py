@@ -11,8 +11,10 @@ import time
 
 import trio
 
+from zarrmount.codecs import Pipeline
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayNode, GroupNode
+from zarrmount.format.model import Node as Model
 from zarrmount.hierarchy.base import Child
 from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.node import Context, Node
@@ -75,25 +77,29 @@ class Directory(Node):
 
     async def _refresh(self, max_age: float) -> None:
         """List again, the hierarchy opened again first if it is as old."""
-        await self.table.tree.refresh(max_age)
-        if self.ino == self.parent:
-            self._new_root()
+        tree = self.table.tree
+        await tree.refresh(max_age)
+        if self.ino == self.parent and tree.root is not None:
+            try:
+                self.take_root(*tree.root)
+            except FsError as e:
+                log.error("the root is not shown: %s", e)
+                raise
         added, removed, replaced = await self.reload()
         self.table.forget(self.ino, added | removed | replaced)
 
-    def _new_root(self) -> None:
-        """The root as last opened again: its group, or the array it holds."""
-        if self.table.tree.root is None:
-            return
-        root, pipeline = self.table.tree.root
+    def take_root(self, root: Model, pipeline: Pipeline | None) -> None:
+        """Show ``root`` as the hierarchy was opened again: the group this directory is, or
+        the array it holds (and that array's pipeline, where built); EIO when the root
+        changed between a group and an array."""
         if (self.group is None) != isinstance(root, ArrayNode):
-            log.error("the root changed between a group and an array: not shown")
             raise FsError(errno.EIO, "the root changed between a group and an array")
         if isinstance(root, GroupNode):
             self.group = root
         elif self.held:
             self.held = [Child(self.held[0].name, root)]
-            self.table.arrays.root_pipeline = pipeline
+            if pipeline is not None:
+                self.table.arrays.root_pipeline = pipeline
 
     async def reload(self) -> tuple[set[str], set[str], set[str]]:
         """List the group again (the tree reads the store anew): children described as

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zarrmount.array.freshness import Ttl
+from zarrmount.codecs import Pipeline
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
@@ -264,18 +265,15 @@ class Filesystem:
             except FsError:
                 continue  # logged
 
-    async def reload(self, dialect: Dialect, root: GroupNode | ArrayNode) -> Reloaded:
+    async def reload(
+        self, dialect: Dialect, root: GroupNode | ArrayNode, pipeline: Pipeline | None = None
+    ) -> Reloaded:
         """Show the hierarchy as ``dialect`` now finds it: every listed group is listed
         again, unchanged nodes stay, open handles of removed ones keep working until closed.
-        The root must stay what it was (a group, or an array)."""
+        The root must stay what it was (a group, or an array: EIO)."""
         holder = self.table[ROOT_INODE]
-        if (holder.group is None) != isinstance(root, ArrayNode):
-            raise FsError(errno.EINVAL, "the root changed between a group and an array")
-        self.table.tree.use(dialect, root, None)
-        if isinstance(root, GroupNode):
-            holder.group = root
-        else:
-            holder.held = [Child(ROOT_ARRAY_NAME, root)]
+        holder.take_root(root, pipeline)
+        self.table.tree.use(dialect, root, pipeline)
         self._xattrs.clear()
         done = Reloaded()
         queue = [(holder, "")]
