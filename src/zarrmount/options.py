@@ -61,6 +61,7 @@ def parse_size(text: str) -> int:
 SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "text")
 DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
+CLIENTS = ("fsspec", "obstore")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -81,6 +82,7 @@ class MountOptions:
     # fsspec storage options (``so.KEY=VALUE``; values are JSON where they parse as JSON).
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
+    client: str = "fsspec"  # what speaks to object stores (store/remote.py, store/objstore.py)
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     # seconds metadata, listings and cached chunks are trusted before they are checked
     # against the store again (other writers), and absent names and chunks; None: for good
@@ -339,6 +341,12 @@ OPTIONS: tuple[Option, ...] = (
         "timeout=SECONDS",
         "remote stores: time one request may take (default 30)",
         _number("timeout", float, 0, low_ok=False),
+    ),
+    Option(
+        "client=NAME",
+        "object stores: fsspec (the default; reads and writes) or obstore (native "
+        "requests off the GIL: faster cold reads; read-only)",
+        _choice("client", CLIENTS),
     ),
     Option(
         "max_fetches=N",

@@ -31,6 +31,7 @@ SAMPLES = {
     "LIST": "envi+npy",
     "ORDER": "big",
     "LEVEL": "debug",
+    "NAME": "obstore",
 }
 
 

@@ -7,11 +7,18 @@ from typing import Any
 
 from zarrmount.store.base import Store, StoreError, public_url
 
+# URL schemes -o client=obstore speaks to (others go through fsspec whatever the client)
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "http", "https")
+
 
 def open_store(
-    source: str, storage_options: dict[str, Any] | None = None, timeout: float = 30.0
+    source: str,
+    storage_options: dict[str, Any] | None = None,
+    timeout: float = 30.0,
+    client: str = "fsspec",
 ) -> Store:
-    """Open ``source``: a local path (or ``file://`` URL) directly, anything else via fsspec.
+    """Open ``source``: a local path (or ``file://`` URL) directly, an object store URL
+    through ``client`` (fsspec or obstore), anything else via fsspec.
 
     A path ending in ``.zip`` opens the zip file read-only.
     """
@@ -23,6 +30,8 @@ def open_store(
         if not os.path.isdir(source):
             raise StoreError(f"{source}: no such directory")
         return LocalStore(source)
+    if client == "obstore" and source.partition("://")[0] in OBSTORE_SCHEMES:
+        return _obstore(source, storage_options or {}, timeout)
     from zarrmount.store.remote import FsspecStore
 
     if "://" not in source:
@@ -31,6 +40,14 @@ def open_store(
         return FsspecStore(source, deadline_s=timeout, **(storage_options or {}))
     except (ImportError, ValueError) as e:
         raise StoreError(f"{source}: {e}") from e
+
+
+def _obstore(source: str, storage_options: dict[str, Any], timeout: float) -> Store:
+    try:
+        from zarrmount.store.objstore import ObstoreStore
+    except ImportError:
+        raise StoreError("-o client=obstore needs obstore: zarrmount[obstore]") from None
+    return ObstoreStore(source, deadline_s=timeout, **storage_options)
 
 
 __all__ = ["Store", "StoreError", "open_store", "public_url"]

@@ -126,6 +126,11 @@ class AsyncStore:
         self._count_get(None if value is None else len(value))
         return value
 
+    async def _get_buffer(self, key: str) -> bytes | memoryview | None:
+        value = await self._fetch(self.store.get_buffer, key)
+        self._count_get(None if value is None else len(value))
+        return value
+
     async def get_range(
         self, key: str, start: int, length: int, validator: str | None = None
     ) -> bytes | None:
@@ -228,7 +233,7 @@ class AsyncStore:
             )
             if found is not None:
                 return found[0]
-        raw = await self.get(key)
+        raw = await self._get_buffer(key)
         if raw is None:
             return None
         if self._on_disk(validator):

@@ -62,6 +62,11 @@ class Store(ABC):
         ``deadline_s`` replaces the store's own deadline for this call (remote stores).
         """
 
+    def get_buffer(self, key: str, *, deadline_s: float | None = None) -> bytes | memoryview | None:
+        """``get``, where the store can hand over its own buffer rather than copy it into
+        a ``bytes`` (a chunk about to be decoded needs no copy of its own)."""
+        return self.get(key, deadline_s=deadline_s)
+
     @abstractmethod
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None
