@@ -8,9 +8,11 @@ import contextlib
 import functools
 from typing import TYPE_CHECKING
 
+import trio
+
 from zarrmount.array.background import Background
 from zarrmount.array.grid import WIDE, Coords
-from zarrmount.cache.prefetch import ReadAhead
+from zarrmount.cache.prefetch import Pace, ReadAhead
 from zarrmount.errors import FsError
 from zarrmount.layout import chunks_touched, count_touched, pieces
 
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
 # touching many chunks queues their decoding (as it would have done in the foreground),
 # but not without bound; a chunk skipped is read in part again, and may follow next time.
 FOLLOW_LIMIT = 64
+# The least read-ahead, in chunks (the most: a quarter of the cache); between the two it
+# follows the measured pace of the reader and of the loads (cache/prefetch.py).
+LEAST_CHUNKS = 4
 
 
 class Prefetcher:
@@ -29,7 +34,9 @@ class Prefetcher:
     those read in part."""
 
     def __init__(self, source: ChunkSource, background: Background) -> None:
-        self.model = ReadAhead(source.meta.nbytes, source.cache.capacity // 4)
+        most = source.cache.capacity // 4
+        self.model = ReadAhead(source.meta.nbytes, most, LEAST_CHUNKS * source.meta.chunk_nbytes)
+        self.pace = Pace()
         self.source, self.background = source, background
         self._following = 0  # background loads under way
 
@@ -39,6 +46,8 @@ class Prefetcher:
 
     def observe(self, offset: int, end: int) -> None:
         """A read of bytes ``[offset, end)``: start read-ahead if the model asks for it."""
+        self.pace.consumed(end - offset, trio.current_time())
+        self.pace.tune(self.model)
         ahead = self.model.observe(offset, end)
         if ahead is not None:
             isz = self.source.meta.itemsize
@@ -70,10 +79,12 @@ class Prefetcher:
     async def _follow(self, coords: Coords) -> None:
         """Load a chunk into the cache in the background; a failed load was logged, and
         the reader meets the same error if it gets there."""
+        start = trio.current_time()
         try:
             with contextlib.suppress(FsError):
                 _, entry = await self.source.chunk(coords)
                 self.source.cache.unpin(entry)
+                self.pace.loaded(trio.current_time() - start)
         finally:
             self._following -= 1
 
