@@ -344,8 +344,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "client=NAME",
-        "object stores: fsspec (the default; reads and writes) or obstore (native "
-        "requests off the GIL: faster cold reads; read-only)",
+        "object stores: fsspec (the default; reads and writes) or obstore (S3, Azure "
+        "and HTTP, read-only: native requests off the GIL, faster cold reads)",
         _choice("client", CLIENTS),
     ),
     Option(

@@ -119,14 +119,15 @@ def test_s3_read_write_reaches_the_store(s3):
         assert len(chunk_keys) == 12  # 3 x 4 chunks, one PUT each, none all fill
 
 
-def test_http_source_with_ranges(tmp_path):
+@pytest.mark.parametrize("client", ["fsspec", "obstore"])
+def test_http_source_with_ranges(tmp_path, client):
     root = tmp_path / "srv"
     _write_hierarchies(str(root / "v2.zarr"), str(root / "v3.zarr"))
     with range_http_server(str(root)) as url:
-        with mounted(f"{url}/v3.zarr", tag="http3") as m:
+        with mounted(f"{url}/v3.zarr", [f"client={client}"], tag="http3") as m:
             assert _read(m.p("plain")) == _expected("plain")
             assert _read(m.p("sub/sharded")) == _expected("sharded")
-        with mounted(f"{url}/v2.zarr", tag="http2") as m:
+        with mounted(f"{url}/v2.zarr", [f"client={client}"], tag="http2") as m:
             assert _read(m.p("a")) == _expected("a")
 
 

@@ -62,10 +62,37 @@ def test_fsspec_names_of_options_are_translated():
     config, client = _config("s3://b/p", {"endpoint_url": "http://127.0.0.1:9", "anon": True})
     assert config == {"endpoint": "http://127.0.0.1:9", "skip_signature": True}
     assert client == {"allow_http": True}
-    config, client = _config("gs://b/p", {"endpoint_url": "https://gcs.example"})
-    assert config == {"base_url": "https://gcs.example"} and client == {"allow_http": False}
     assert _config("http://host/x.zarr", {}) == ({}, {"allow_http": True})
+    assert _config("https://host/x.zarr", {}) == ({}, {"allow_http": False})
     assert _config("s3://b", {"region_name": "eu-west-1"})[0] == {"region": "eu-west-1"}
+
+
+CONNECTION = (
+    "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=a2V5;"
+    "BlobEndpoint=http://127.0.0.1:10000/acct;"
+)
+FROM_CONNECTION = {
+    "account_name": "acct",
+    "account_key": "a2V5",
+    "endpoint": "http://127.0.0.1:10000/acct",
+}
+
+
+def test_an_azure_connection_string_is_taken_apart_from_the_option_or_the_environment():
+    config, client = _config("az://c/p", {"connection_string": CONNECTION}, environ={})
+    assert config == FROM_CONNECTION and client == {"allow_http": True}
+    environ = {"AZURE_STORAGE_CONNECTION_STRING": CONNECTION}
+    assert _config("abfs://c/p", {}, environ)[0] == FROM_CONNECTION
+    # an account named in the options wins over the environment's string
+    named = _config("az://c/p", {"account_name": "other"}, environ)[0]
+    assert named == {"account_name": "other"}
+
+
+def test_suffix_ranges_where_the_store_has_none(store):
+    store.suffix_ranges = False  # Azure: the size first (a HEAD), then the range
+    assert store.get_range("g/a/c/0", -4, 2) == b"67"
+    assert store.get_range("g/a/c/0", -40, 3) == b"012"
+    assert store.get_range("g/a/c/1", -4, 2) is None
 
 
 def test_unknown_options_fail_the_open_naming_the_key():

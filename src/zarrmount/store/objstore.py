@@ -1,4 +1,4 @@
-"""S3, GCS, Azure and HTTP through obstore (``-o client=obstore``): read-only.
+"""S3, Azure and HTTP through obstore (``-o client=obstore``): read-only.
 
 obstore's requests run in its own native threads without the GIL, so a mount's decoding
 and FUSE replies no longer queue behind the Python HTTP stack of fsspec's backends: on
@@ -12,7 +12,9 @@ request past a shorter deadline is abandoned by ``store/aio.py``.
 from __future__ import annotations
 
 import logging
+import os
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,34 +27,47 @@ from zarrmount.store.retry import with_retries
 
 log = logging.getLogger(__name__)
 
-# fsspec's names for what obstore calls otherwise, so one ``so.`` set serves both clients
-_ENDPOINT = {"s3": "endpoint", "gs": "base_url", "az": "endpoint"}
-_ALIASES = {"anon": "skip_signature", "region_name": "region"}
+# fsspec's names of options obstore names otherwise: one ``so.`` set serves both clients
+_ALIASES = {"anon": "skip_signature", "region_name": "region", "endpoint_url": "endpoint"}
+# The parts of an Azure connection string (adlfs takes one as an option, or from the
+# environment) and obstore's names for them
+_CONNECTION = {
+    "AccountName": "account_name",
+    "AccountKey": "account_key",
+    "BlobEndpoint": "endpoint",
+    "SharedAccessSignature": "sas_key",
+}
+AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 
 
-def _cloud(scheme: str) -> str:
-    if scheme in ("s3", "s3a"):
-        return "s3"
-    if scheme in ("gs", "gcs"):
-        return "gs"
-    return "http" if scheme in ("http", "https") else "az"
+def _azure(options: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """``options`` with a connection string (the option's, else the environment's when no
+    account is named) taken apart."""
+    options = dict(options)
+    text = options.pop("connection_string", None)
+    if text is None and not any(key.startswith("account") for key in options):
+        text = environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    parts = dict(p.split("=", 1) for p in (text or "").split(";") if "=" in p)
+    found = {_CONNECTION[k]: v for k, v in parts.items() if k in _CONNECTION}
+    return {**found, **options}
 
 
-def _config(url: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _config(
+    url: str, options: dict[str, Any], environ: Mapping[str, str] = os.environ
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """obstore's configuration and client options from fsspec-style ``so.`` options."""
-    cloud = _cloud(urlsplit(url).scheme)
+    scheme = urlsplit(url).scheme
+    if scheme in AZURE_SCHEMES:
+        options = _azure(options, environ)
     config: dict[str, Any] = {}
     client: dict[str, Any] = {}
     for key, value in options.items():
-        if key == "endpoint_url" and cloud in _ENDPOINT:
-            config[_ENDPOINT[cloud]] = value
-            client["allow_http"] = str(value).startswith("http://")
-        elif key == "allow_http":
+        if key == "allow_http":
             client[key] = value
         else:
             config[_ALIASES.get(key, key)] = value
-    if cloud == "http":
-        client["allow_http"] = url.startswith("http://")
+    endpoint = url if scheme in ("http", "https") else config.get("endpoint", "")
+    client.setdefault("allow_http", str(endpoint).startswith("http://"))
     return config, client
 
 
@@ -67,6 +82,7 @@ class ObstoreStore(Store):
         self.url = public_url(url)
         self.deadline_s = deadline_s
         self.lists_chunks = self.lists_deep = not url.startswith(("http://", "https://"))
+        self.suffix_ranges = urlsplit(url).scheme not in AZURE_SCHEMES  # Azure has none
         config, client = _config(url, options)
         client["timeout"] = f"{max(deadline_s, 0.001)}s"
         try:
@@ -121,10 +137,14 @@ class ObstoreStore(Store):
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None
     ) -> bytes | None:
-        if start < 0:  # a suffix: one request, no HEAD for the size
-            wanted = {"suffix": -start}
-            found = self._get(key, {"range": wanted}, deadline_s)
+        if start < 0 and self.suffix_ranges:  # one request, no HEAD for the size
+            found = self._get(key, {"range": {"suffix": -start}}, deadline_s)
             return None if found is None else found.to_bytes()[:length]
+        if start < 0:
+            meta = self._call(key, obstore.head, self.objects, self._key(key))
+            if meta is None:
+                return None
+            start = max(meta["size"] + start, 0)
         found = self._get(key, {"range": (start, start + length)}, deadline_s)
         return None if found is None else found.to_bytes()
 
@@ -199,5 +219,8 @@ class Failure(Exception):
 
 
 def _validator(meta: dict[str, Any]) -> str:
-    found = meta.get("e_tag") or meta.get("version") or meta.get("last_modified") or ""
+    """ETag (unquoted: Azure quotes it in a HEAD, not in a listing), else version or
+    modification time; and the size."""
+    tag = (meta.get("e_tag") or "").strip('"')
+    found = tag or meta.get("version") or meta.get("last_modified") or ""
     return f"{found}:{meta.get('size', '')}"
