@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zarrmount.array import Arrays, Shared
 from zarrmount.array.background import Background
@@ -153,6 +153,8 @@ def assemble(
 ) -> Mount:
     ttl = _ttl(options)
     disk = _disk_cache(dialect.store, options, immutable=ttl.period is None and options.read_only)
+    if disk is not None and not options.read_only:
+        ttl = replace(ttl, list_once=True)  # validators to key the disk cache
     store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches, disk)
     cache_size = options.cache_size
     cache: ChunkCache

@@ -12,9 +12,10 @@ import trio
 import zarr
 
 from zarrmount import hierarchy
-from zarrmount.array.freshness import UNIT_BYTES, Revalidation
+from zarrmount.array.freshness import UNIT_BYTES, Revalidation, Ttl
 from zarrmount.array.stored_units import list_units
 from zarrmount.assemble import assemble
+from zarrmount.cache import ChunkCache
 from zarrmount.options import MountOptions
 from zarrmount.store.local import LocalStore
 
@@ -68,6 +69,18 @@ def test_with_no_ttl_nothing_is_listed_or_read_again(tmp_path):
     first, second = trio.run(main)
     assert first == second  # trusted for good: the old bytes
     assert fs.stats()["cache_revalidations"] == 0
+
+
+def test_list_once_lists_an_array_at_its_first_read_and_never_again():
+    """rw mounts with a disk cache: validators from one listing, then trusted for good."""
+    revalidation = Revalidation(Ttl(None, None, list_once=True), None, ChunkCache(1 << 20))
+    validity = revalidation.of("a")
+    assert revalidation.expired(validity)  # no listing yet
+    validity.listed_end = time.monotonic()  # as a listing leaves it
+    assert not revalidation.expired(validity)
+    assert revalidation.fresh_for("a") is None  # nothing to count down
+    plain = Revalidation(Ttl(None, None), None, ChunkCache(1 << 20))
+    assert not plain.expired(plain.of("a"))  # no disk cache: never listed
 
 
 def test_kept_listings_stay_within_their_budget(tmp_path):

@@ -45,6 +45,9 @@ class Ttl:
 
     metadata: float | None = 10.0
     negative: float | None = 5.0
+    # with both for good: list each array once all the same (an rw mount's validators,
+    # the keys of the disk cache; its own writes keep them current)
+    list_once: bool = False
 
     @property
     def period(self) -> float | None:
@@ -117,7 +120,9 @@ class Revalidation:
 
     def expired(self, validity: Validity) -> bool:
         """The array's cached chunks are due for revalidation."""
-        return self.ttl.period is not None and time.monotonic() >= validity.fresh_until
+        if self.ttl.period is None:
+            return self.ttl.list_once and validity.listed_end == math.inf
+        return time.monotonic() >= validity.fresh_until
 
     def fresh_for(self, path: str) -> float | None:
         """Seconds the cached chunks of an array stay trusted; None before its first
@@ -149,7 +154,7 @@ class Revalidation:
                 self.cache.invalidate((path, "stored"))  # the absent units it listed too
             validity.units, validity.listed_end = units, end
             self._bound(validity)
-            validity.fresh_until = start + self.ttl.period
+            validity.fresh_until = start + (self.ttl.period or math.inf)
             self.stats.revalidations += 1
             self.stats.revalidated += keep.kept
             self.stats.stale += dropped

@@ -71,6 +71,21 @@ class ShardReader:
         index = await self.decoders.run(spec.decode_index, raw)
         return index, index.nbytes
 
+    def pieces(self, raw: bytes) -> list[tuple[int, int | None, bytes]]:
+        """The ranges of a shard (``raw``, just built) that reads ask for, as ``(start,
+        length, bytes)``: its index, then each inner chunk the index places."""
+        spec = self.grid.sharding
+        n = spec.index_nbytes
+        index_raw = raw[-n:] if spec.at_end else raw[:n]
+        found: list[tuple[int, int | None, bytes]] = [(-n if spec.at_end else 0, n, index_raw)]
+        index = spec.decode_index(index_raw)
+        for local in np.ndindex(index.shape[:-1]):
+            entry = index_entry(index, local)
+            if entry is not None:
+                offset, length = entry
+                found.append((offset, length, raw[offset : offset + length]))
+        return found
+
     def inner_range(self, index: np.ndarray, local: Coords) -> tuple[int, int] | None:
         """``(offset, length)`` of an inner chunk in its shard; None when it is absent. An
         entry longer than any encoding of the chunk is damage, not a request to make."""

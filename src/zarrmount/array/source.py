@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import time
 from collections.abc import Iterable
 
@@ -25,6 +26,12 @@ from zarrmount.memory import scratch
 from zarrmount.store import StoreError
 
 log = logging.getLogger(__name__)
+
+
+def _whole(raw: bytes) -> list[tuple[int, int | None, bytes]]:
+    """A chunk stored as one object is read whole."""
+    return [(0, None, raw)]
+
 
 # A missing chunk is a zero-stride view of the fill value: it costs the cache only its
 # entry (measured: about 340 bytes with 1-D coordinates, 380 with 2-D).
@@ -113,6 +120,21 @@ class ChunkSource:
             await self.revalidate()
         except Exception:  # nobody waits for it: the first read tries again
             log.exception("%s: listing its chunks failed", self.path)
+
+    async def stored(self, unit: Coords, key: str, raw: bytes | None) -> None:
+        """Our own write of ``unit`` (``raw``, None: deleted) is in the store: the listing's
+        entry follows, and the bytes go to the disk cache too (write-through), under a
+        validator of our own, so a reread after eviction fetches nothing. A later listing
+        (a remount) finds the store's validator instead: those entries are fetched again."""
+        units = self.validity.units
+        if units is None:  # never listed: the disk cache is not used for this array
+            return
+        if raw is None:
+            units.pop(unit, None)
+            return
+        units[unit] = validator = f"written:{secrets.token_hex(8)}"
+        cut = _whole if self.grid.sharding is None else self.shards.pieces
+        await self.store.write_through(key, validator, raw, cut)
 
     def key(self, coords: Coords) -> tuple:
         """The chunk's key in the cache."""

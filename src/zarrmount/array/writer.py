@@ -201,11 +201,13 @@ class ArrayWriter(ArrayReader):
             try:
                 encoded = {c: await self._encode(self.cache.peek(source.key(c))) for c in chunks}
                 if source.grid.sharding is None:
-                    await self._store(store_key, encoded[unit])
+                    raw = encoded[unit]
                 else:
-                    await self._store(store_key, await source.shards.build(unit, encoded))
-                    source.shards.forget(store_key)
+                    raw = await source.shards.build(unit, encoded)
+                await self._store(store_key, raw)
+                source.shards.forget(store_key)
                 source.listing.note_stored(unit)
+                await source.stored(unit, store_key, raw)
                 for coords in chunks:
                     self.cache.mark_clean(source.key(coords))
                 self.failed_at = None

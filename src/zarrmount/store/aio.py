@@ -169,6 +169,28 @@ class AsyncStore:
         except Exception:  # the disk cache never fails a read
             log.exception("disk cache: keeping %s failed", part.key)
 
+    async def write_through(
+        self,
+        key: str,
+        validator: str,
+        raw: bytes,
+        cut: Callable[[bytes], list[tuple[int, int | None, bytes]]],
+    ) -> None:
+        """``raw``, just stored under ``key``, kept in the disk cache as of ``validator``:
+        the parts ``cut`` gives (``(start, length, bytes)``: those reads will ask for)."""
+        if self.disk is None:
+            return
+        await trio.to_thread.run_sync(self._keep_parts, key, validator, raw, cut)
+
+    def _keep_parts(self, key: str, validator: str, raw: bytes, cut) -> None:
+        try:
+            parts = cut(raw)
+        except Exception:  # the disk cache never fails a write
+            log.exception("disk cache: cutting %s into its parts failed", key)
+            return
+        for start, length, payload in parts:
+            self._keep(Part(key, start, length), validator, payload)
+
     async def set(self, key: str, value: bytes) -> None:
         await self._run(self.store.set, key, value)
         self.stats.sets += 1
