@@ -88,6 +88,19 @@ def fault_proxy_fixture():
     return proxy
 
 
+def fault_fixture():
+    """The test fixture ``fault``: the module's ``proxy``, passing everything again (stalls
+    released) before and after the test."""
+
+    @pytest.fixture(name="fault")
+    def fault(proxy):
+        proxy.clear()
+        yield proxy
+        proxy.clear()
+
+    return fault
+
+
 # ---------------------------------------------------------------------------------------
 # listing
 # ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import zarr
 from helpers import mounting
-from helpers.common import fault_proxy_fixture
+from helpers.common import fault_fixture, fault_proxy_fixture
 from helpers.mounting import mounted
 from helpers.remote_servers import (  # noqa: F401 - fixtures
     BUCKET,
@@ -34,13 +34,7 @@ CHUNK_1_0 = r"/v2\.zarr/ints/1\.0$"  # rows 64-127, columns 0-63 of "ints" (200 
 AT_1_0 = 70 * 300 * 4  # a byte of that chunk
 
 proxy = fault_proxy_fixture()
-
-
-@pytest.fixture
-def fault(proxy):
-    proxy.clear()
-    yield proxy
-    proxy.clear()
+fault = fault_fixture()
 
 
 def _opts(fault, timeout: float = 10, *extra: str) -> list[str]:

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytest
 from helpers import mounting
-from helpers.common import fault_proxy_fixture
+from helpers.common import fault_fixture, fault_proxy_fixture
 from helpers.mounting import mounted
 from helpers.remote_servers import (  # noqa: F401 - fixtures
     V3_ARRAYS,
@@ -41,14 +41,7 @@ CHUNK_1_0_OFFSET = 70 * ROW  # an element of chunk 1.0
 
 
 proxy = fault_proxy_fixture()
-
-
-@pytest.fixture
-def fault(proxy):
-    """The proxy, passing everything again (stalls released) after the test."""
-    proxy.clear()
-    yield proxy
-    proxy.clear()
+fault = fault_fixture()
 
 
 @pytest.fixture(scope="module")
