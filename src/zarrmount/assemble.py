@@ -24,6 +24,7 @@ from zarrmount.store import Store
 from zarrmount.store.aio import AsyncStore
 from zarrmount.store.diskcache import DiskCache
 from zarrmount.store.faults import Fault, FaultyStore
+from zarrmount.store.kept_documents import KeptDocuments
 from zarrmount.vfs import Filesystem
 from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
@@ -123,9 +124,22 @@ def _fault_control(store: FaultyStore):
     return set_faults
 
 
-def _disk_cache(store: Store, options: MountOptions, immutable: bool) -> DiskCache | None:
+def keep_documents(store: Store, options: MountOptions) -> Store:
+    """``store``, its metadata documents read from and kept in the disk cache where it
+    never changes (``-o immutable`` with ``-o disk_cache``)."""
+    if not store.remote or options.disk_cache is None:
+        return store
+    disk = _disk_cache(store, options)
+    return KeptDocuments(store, disk) if disk is not None and disk.immutable else store
+
+
+def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
     """Fetched objects kept on local disk (``-o disk_cache``): remote stores only, where
-    the page cache does not serve them."""
+    the page cache does not serve them. Entries of a store that never changes (a read-only
+    mount trusting everything for good) are served whatever their validator."""
+    if isinstance(store, KeptDocuments):
+        return store.disk  # made for the documents: one cache, one count of its bytes
+    immutable = options.read_only and _ttl(options).period is None
     where = options.disk_cache
     if where is None:
         return None
@@ -152,7 +166,7 @@ def assemble(
     journal: Journal | None = None,
 ) -> Mount:
     ttl = _ttl(options)
-    disk = _disk_cache(dialect.store, options, immutable=ttl.period is None and options.read_only)
+    disk = _disk_cache(dialect.store, options)
     if disk is not None and not options.read_only:
         ttl = replace(ttl, list_once=True)  # validators to key the disk cache
     store = AsyncStore(_with_faults(dialect.store, options), options.max_fetches, disk)

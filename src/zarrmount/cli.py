@@ -87,7 +87,9 @@ def _open(source: str, options: MountOptions):
                 f"cannot mount {public_url(source)} with -o rw: {store.read_only_reason}"
                 " (mount it with -o ro)"
             )
-        return hierarchy.open_hierarchy(store)
+        from zarrmount.assemble import keep_documents
+
+        return hierarchy.open_hierarchy(keep_documents(store, options))
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {public_url(source)}: {e}") from None
 

@@ -16,7 +16,12 @@ import pytest
 import zarr
 from helpers import rw_tools
 from helpers.mounting import mounted
-from helpers.remote_servers import BUCKET, s3_fixture, zarr_s3_store  # noqa: F401 - fixture
+from helpers.remote_servers import (  # noqa: F401 - fixture
+    BUCKET,
+    FaultProxy,
+    s3_fixture,
+    zarr_s3_store,
+)
 
 pytestmark = pytest.mark.mount
 
@@ -191,3 +196,28 @@ def test_an_rw_mount_writes_through_and_rereads_from_disk(s3, tmp_path, shards):
     assert (_oracle(url, s3) == new).all()
     with mounted(url, _options(s3, disk), tag="dcrw2") as m:
         assert (_read(m.p("array")) == new).all()
+
+
+def test_an_immutable_remount_reads_its_metadata_from_disk(s3, tmp_path):
+    """With ``immutable`` the metadata documents are kept too: a remount makes no request
+    for them, nor for a chunk (a group of two arrays, no consolidated metadata)."""
+    url = f"s3://{BUCKET}/disk-cache/{os.getpid()}-{next(_prefixes)}-docs.zarr"
+    group = zarr.open_group(zarr_s3_store(url, s3.url), mode="w", zarr_format=3)
+    values = np.arange(ROWS * 1024, dtype="<i4").reshape(ROWS, 1024)
+    for name in ("a", "b"):
+        group.create_array(name, shape=values.shape, chunks=(4, 1024), dtype="<i4")[:] = values
+    oracle = zarr.open_group(zarr_s3_store(url, s3.url, read_only=True), mode="r")
+    disk = tmp_path / "disk"
+    with FaultProxy(s3.url) as proxy:
+        options = [f"so.endpoint_url={proxy.url}", f"disk_cache={disk}", "immutable"]
+        for round_ in range(2):
+            proxy.clear()
+            with mounted(url, options, tag=f"dcdocs{round_}") as m:
+                assert sorted(os.listdir(m.p(""))) == ["a", "b"]
+                for name in ("a", "b"):
+                    with open(m.p(name), "rb") as f:
+                        assert f.read() == oracle[name][:].astype("<i4").tobytes(), name
+            gets = [r.path for r in proxy.requests if r.method == "GET"]
+            if round_ == 0:
+                assert any(p.endswith("zarr.json") for p in gets), gets
+    assert not [p for p in gets if p.endswith("zarr.json") or "/c/" in p], gets

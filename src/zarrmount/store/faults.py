@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from zarrmount.store.base import Store, StoreError
+from zarrmount.store.wrapped import Wrapped
 
 T = TypeVar("T")
 
@@ -63,34 +64,15 @@ class Fault:
         return cls(found["kind"], keys, fraction, seconds)
 
 
-class FaultyStore(Store):
+class FaultyStore(Wrapped):
     """``inner`` with ``faults`` applied: which calls fail is drawn from ``seed``."""
 
     def __init__(self, inner: Store, faults: Iterable[Fault], seed: int = 0) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.faults = list(faults)
         self.injected = 0  # faults applied so far
         self._random = random.Random(seed)
         self._lock = threading.Lock()  # calls come from many worker threads
-        for name in (
-            "url",
-            "remote",
-            "concurrency",
-            "reads_parts",
-            "deadline_s",
-            "lists_chunks",
-            "lists_deep",
-        ):
-            setattr(self, name, getattr(inner, name))
-        self.read_only_reason = inner.read_only_reason
-
-    # what the layers above set on, or read from, the store they were given
-    root_marker = property(
-        lambda self: self.inner.root_marker,
-        lambda self, value: setattr(self.inner, "root_marker", value),
-    )
-    list_calls = property(lambda self: self.inner.list_calls)
-    retries = property(lambda self: self.inner.retries)
 
     def _due(self, kinds: tuple[str, ...], key: str) -> Fault | None:
         """The first fault of ``kinds`` this call of ``key`` meets, if any."""
@@ -135,6 +117,9 @@ class FaultyStore(Store):
     def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
         return self._read(key, lambda: self.inner.get(key, deadline_s=deadline_s), deadline_s)
 
+    def get_buffer(self, key: str, *, deadline_s: float | None = None):
+        return self.get(key, deadline_s=deadline_s)
+
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None
     ) -> bytes | None:
@@ -172,27 +157,3 @@ class FaultyStore(Store):
         if any(self._due(SYNCS, key) is not None for key in keys):
             raise StoreError(f"{', '.join(keys[:3])}: injected sync error")
         self.inner.sync(keys)
-
-    def list_dir(self, prefix: str) -> list[str]:
-        return self.inner.list_dir(prefix)
-
-    def list_validated(self, prefix: str) -> dict[str, str]:
-        return self.inner.list_validated(prefix)
-
-    def list_tree(self, prefix: str) -> dict[str, str]:
-        return self.inner.list_tree(prefix)
-
-    def validator(self, key: str) -> str | None:
-        return self.inner.validator(key)
-
-    def lock_writer(self, holder: str) -> object | None:
-        return self.inner.lock_writer(holder)
-
-    def root_exists(self) -> bool:
-        return self.inner.root_exists()
-
-    def forget_listings(self) -> None:
-        self.inner.forget_listings()
-
-    def close(self) -> None:
-        self.inner.close()
