@@ -123,6 +123,38 @@ def test_open_store_dispatch(tmp_path, mem_root):
         assert z.get("nope") is None
 
 
+def test_ranges_of_a_zip_read_from_many_threads_at_once_are_right(tmp_path):
+    """A mount reads a zip source from many worker threads: Python 3.13's zipfile, read
+    from several threads at once, returns bytes from the wrong place (a tenth of such
+    reads here) unless the store lets one call in at a time."""
+    import random
+    import threading
+    import zipfile
+
+    values = {f"c/{i}": os.urandom(200_000) for i in range(16)}
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for key, value in values.items():
+            z.writestr(key, value)
+    store = open_store(str(path))
+    wrong: list[tuple[str, int, int]] = []
+
+    def read(seed: int) -> None:
+        draw = random.Random(seed)
+        for _ in range(200):
+            key = draw.choice(list(values))
+            start, length = draw.randrange(190_000), draw.randrange(1, 10_000)
+            if store.get_range(key, start, length) != values[key][start : start + length]:
+                wrong.append((key, start, length))
+
+    threads = [threading.Thread(target=read, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, f"{len(wrong)} of 1600 reads wrong, first {wrong[0]}"
+
+
 # -- retries and deadlines -------------------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 import fsspec
@@ -47,6 +49,10 @@ class FsspecStore(Store):
         self.root = root.rstrip("/")
         self.read_only_reason = _read_only_reason(self.fs)
         self.lists_chunks = self.lists_deep = not _is_http(self.fs)
+        # One call at a time into a zip file: from Python 3.13 on, reads of one ZipFile
+        # from several threads race on its file position and return wrong bytes.
+        zipped = "zip" in _protocols(self.fs)
+        self._serial = threading.Lock() if zipped else contextlib.nullcontext()
 
     def _path(self, key: str) -> str:
         key = "/".join(key_parts(key))
@@ -64,6 +70,10 @@ class FsspecStore(Store):
         deadline = self.deadline_s if deadline_s is None else deadline_s
 
         def attempt(left: float):
+            with self._serial:
+                return call(left)
+
+        def call(left: float):
             if getattr(self.fs, "async_impl", False):
                 coroutine = getattr(self.fs, f"_{method}")
                 # fsspec treats a timeout of 0 as none at all
