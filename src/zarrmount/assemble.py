@@ -126,7 +126,8 @@ def _fault_control(store: FaultyStore):
 
 def keep_documents(store: Store, options: MountOptions) -> Store:
     """``store``, its metadata documents read from and kept in the disk cache where it
-    never changes (``-o immutable`` with ``-o disk_cache``)."""
+    never changes (``-o immutable`` with ``-o disk_cache``). Checked first here: the
+    cache itself is made (and a local store's refusal logged) once, by ``assemble``."""
     if not store.remote or options.disk_cache is None:
         return store
     disk = _disk_cache(store, options)
@@ -139,7 +140,6 @@ def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
     mount trusting everything for good) are served whatever their validator."""
     if isinstance(store, KeptDocuments):
         return store.disk  # made for the documents: one cache, one count of its bytes
-    immutable = options.read_only and _ttl(options).period is None
     where = options.disk_cache
     if where is None:
         return None
@@ -147,6 +147,7 @@ def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
         log.info("no disk cache for a local store: the page cache serves it")
         return None
     directory = str(cache_home() / "objects") if where == "auto" else where
+    immutable = options.read_only and _ttl(options).period is None
     return DiskCache(directory, store.identity, options.disk_cache_size, immutable)
 
 

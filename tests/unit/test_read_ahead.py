@@ -61,9 +61,8 @@ def test_a_grown_window_asks_further_ahead():
 
 
 def test_pace_measures_consumption_over_intervals_and_latency_on_average():
-    pace = Pace()
     model = ReadAhead(1 << 40, most=1 << 30, least=MIB)
-    pace.tune(model)
+    pace = Pace(model)
     assert model.window == MIB  # nothing measured: unchanged
     now = 0.0
     for _ in range(100):  # 1 MiB every millisecond: ~1 GiB/s
@@ -72,7 +71,6 @@ def test_pace_measures_consumption_over_intervals_and_latency_on_average():
     assert pace.rate is not None and abs(pace.rate - MIB / 0.001) / (MIB / 0.001) < 0.05
     for _ in range(20):
         pace.loaded(0.04)
-    pace.tune(model)
     assert abs(model.window - DEPTH * pace.rate * 0.04) <= 1
 
 
@@ -89,7 +87,7 @@ def test_the_window_never_leaves_its_bounds(rate, latency, least, most):
 
 
 def test_single_requests_too_close_to_time_are_summed():
-    pace = Pace()
+    pace = Pace(ReadAhead(1 << 40, most=1 << 30))
     pace.consumed(MIB, 0.0)
     pace.consumed(MIB, INTERVAL_S / 10)
     assert pace.rate is None  # not an interval yet

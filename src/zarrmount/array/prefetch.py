@@ -36,7 +36,7 @@ class Prefetcher:
     def __init__(self, source: ChunkSource, background: Background) -> None:
         most = source.cache.capacity // 4
         self.model = ReadAhead(source.meta.nbytes, most, LEAST_CHUNKS * source.meta.chunk_nbytes)
-        self.pace = Pace()
+        self.pace = Pace(self.model)
         self.source, self.background = source, background
         self._following = 0  # background loads under way
 
@@ -47,7 +47,6 @@ class Prefetcher:
     def observe(self, offset: int, end: int) -> None:
         """A read of bytes ``[offset, end)``: start read-ahead if the model asks for it."""
         self.pace.consumed(end - offset, trio.current_time())
-        self.pace.tune(self.model)
         ahead = self.model.observe(offset, end)
         if ahead is not None:
             isz = self.source.meta.itemsize

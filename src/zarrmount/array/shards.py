@@ -62,8 +62,8 @@ class ShardReader:
 
     async def _load(self, key: str, validator: str | None) -> tuple[np.ndarray, int]:
         spec = self.grid.sharding
-        n = spec.index_nbytes
-        raw = await self.store.get_range(key, -n if spec.at_end else 0, n, validator)
+        start, n = self._index_range()
+        raw = await self.store.get_range(key, start, n, validator)
         if raw is None:
             return _NO_SHARD, _NO_SHARD_BYTES
         if len(raw) != n:
@@ -71,18 +71,25 @@ class ShardReader:
         index = await self.decoders.run(spec.decode_index, raw)
         return index, index.nbytes
 
+    def _index_range(self) -> tuple[int, int]:
+        """Where a shard's index lies: ``(start, length)``, a negative start from the end."""
+        spec = self.grid.sharding
+        n = spec.index_nbytes
+        return (-n if spec.at_end else 0), n
+
+    def _index_bytes(self, shard: bytes) -> bytes:
+        start, n = self._index_range()
+        return shard[start:] if start < 0 else shard[:n]
+
     def pieces(self, raw: bytes) -> list[tuple[int, int | None, bytes]]:
         """The ranges of a shard (``raw``, just built) that reads ask for, as ``(start,
         length, bytes)``: its index, then each inner chunk the index places."""
-        spec = self.grid.sharding
-        n = spec.index_nbytes
-        index_raw = raw[-n:] if spec.at_end else raw[:n]
-        found: list[tuple[int, int | None, bytes]] = [(-n if spec.at_end else 0, n, index_raw)]
-        index = spec.decode_index(index_raw)
+        index_raw = self._index_bytes(raw)
+        found: list[tuple[int, int | None, bytes]] = [(*self._index_range(), index_raw)]
+        index = self.grid.sharding.decode_index(index_raw)
         for local in np.ndindex(index.shape[:-1]):
-            entry = index_entry(index, local)
-            if entry is not None:
-                offset, length = entry
+            if (place := self.inner_range(index, local)) is not None:
+                offset, length = place
                 found.append((offset, length, raw[offset : offset + length]))
         return found
 
@@ -183,9 +190,7 @@ class ShardReader:
     async def _pieces(self, old: bytes | None, unit: Coords, encoded: dict) -> dict:
         if old is None:
             return {}
-        spec = self.grid.sharding
-        tail = old[-spec.index_nbytes :] if spec.at_end else old[: spec.index_nbytes]
-        index = await self.decoders.run(spec.decode_index, tail)
+        index = await self.decoders.run(self.grid.sharding.decode_index, self._index_bytes(old))
         pieces: dict[Coords, bytes] = {}
         for local, coords in self.grid.inner(unit):
             if coords not in encoded and (found := self.inner_range(index, local)) is not None:

@@ -70,9 +70,11 @@ def _average(old: float | None, sample: float) -> float:
 
 class Pace:
     """What ``ReadAhead.tune`` needs, measured: the bytes a second a reader consumes and
-    the seconds a load takes. Times are the caller's clock, so tests pass their own."""
+    the seconds a load takes; ``model`` is tuned whenever either average moves. Times
+    are the caller's clock, so tests pass their own."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: ReadAhead) -> None:
+        self.model = model
         self.rate: float | None = None
         self.latency: float | None = None
         self._since: float | None = None  # start of the interval being measured
@@ -85,10 +87,12 @@ class Pace:
         if now - self._since >= INTERVAL_S:
             self.rate = _average(self.rate, self._bytes / (now - self._since))
             self._since, self._bytes = now, 0
+            self._tune()
 
     def loaded(self, seconds: float) -> None:
         self.latency = _average(self.latency, seconds)
+        self._tune()
 
-    def tune(self, model: ReadAhead) -> None:
+    def _tune(self) -> None:
         if self.rate is not None and self.latency is not None:
-            model.tune(self.rate, self.latency)
+            self.model.tune(self.rate, self.latency)

@@ -121,15 +121,13 @@ class AsyncStore:
             raise StoreError(f"the store's root ({marker}) is gone: {self.store.url}")
         self._root_seen = now
 
-    async def get(self, key: str) -> bytes | None:
-        value = await self._fetch(self.store.get, key)
+    async def _fetch_counted(self, fn, key: str, *args):
+        value = await self._fetch(fn, key, *args)
         self._count_get(None if value is None else len(value))
         return value
 
-    async def _get_buffer(self, key: str) -> bytes | memoryview | None:
-        value = await self._fetch(self.store.get_buffer, key)
-        self._count_get(None if value is None else len(value))
-        return value
+    async def get(self, key: str) -> bytes | None:
+        return await self._fetch_counted(self.store.get, key)
 
     async def get_range(
         self, key: str, start: int, length: int, validator: str | None = None
@@ -141,14 +139,9 @@ class AsyncStore:
             found = await trio.to_thread.run_sync(self._disk_get, part, validator, bytearray)
             if found is not None:
                 return bytes(found)
-        value = await self._fetch_range(key, start, length)
+        value = await self._fetch_counted(self.store.get_range, key, start, length)
         if value is not None and self._on_disk(validator):
             await trio.to_thread.run_sync(self._keep, part, validator, value)
-        return value
-
-    async def _fetch_range(self, key: str, start: int, length: int) -> bytes | None:
-        value = await self._fetch(self.store.get_range, key, start, length)
-        self._count_get(None if value is None else len(value))
         return value
 
     def _on_disk(self, validator: str | None) -> bool:
@@ -255,7 +248,7 @@ class AsyncStore:
             )
             if found is not None:
                 return found[0]
-        raw = await self._get_buffer(key)
+        raw = await self._fetch_counted(self.store.get_buffer, key)
         if raw is None:
             return None
         if self._on_disk(validator):

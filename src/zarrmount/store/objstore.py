@@ -117,7 +117,6 @@ class ObstoreStore(Store):
 
     def _get(self, key: str, options: dict | None, deadline_s: float | None):
         """The value as obstore's buffer (no copy), or None."""
-
         path = self._key(key)  # a key that would leave the root: refused, never retried
 
         def fetch() -> obstore.Bytes:
@@ -141,7 +140,7 @@ class ObstoreStore(Store):
             found = self._get(key, {"range": {"suffix": -start}}, deadline_s)
             return None if found is None else found.to_bytes()[:length]
         if start < 0:
-            meta = self._call(key, obstore.head, self.objects, self._key(key))
+            meta = self._head(key)
             if meta is None:
                 return None
             start = max(meta["size"] + start, 0)
@@ -189,8 +188,11 @@ class ObstoreStore(Store):
 
         return self._call(prefix or "/", walk) or {}
 
+    def _head(self, key: str) -> dict[str, Any] | None:
+        return self._call(key, obstore.head, self.objects, self._key(key))
+
     def validator(self, key: str) -> str | None:
-        meta = self._call(key, obstore.head, self.objects, self._key(key))
+        meta = self._head(key)
         return None if meta is None else _validator(meta)
 
 

@@ -71,16 +71,13 @@ class FsspecStore(Store):
 
         def attempt(left: float):
             with self._serial:
-                return call(left)
-
-        def call(left: float):
-            if getattr(self.fs, "async_impl", False):
+                if not getattr(self.fs, "async_impl", False):
+                    return getattr(self.fs, method)(*args, **kwargs)
                 coroutine = getattr(self.fs, f"_{method}")
                 # fsspec treats a timeout of 0 as none at all
                 return fsspec.asyn.sync(
                     self.fs.loop, coroutine, *args, timeout=max(left, 1e-3), **kwargs
                 )
-            return getattr(self.fs, method)(*args, **kwargs)
 
         try:
             return with_retries(attempt, what, deadline, self._retried)
