@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from zarrmount.array import Arrays, Shared
 from zarrmount.array.background import Background
@@ -25,7 +26,8 @@ from zarrmount.store.aio import AsyncStore
 from zarrmount.store.diskcache import DiskCache
 from zarrmount.store.faults import Fault, FaultyStore
 from zarrmount.store.kept_documents import KeptDocuments
-from zarrmount.vfs import Filesystem
+from zarrmount.versions import StoreVersions
+from zarrmount.vfs import Filesystem, snapshots
 from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
 
@@ -147,14 +149,14 @@ def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
         log.info("no disk cache for a local store: the page cache serves it")
         return None
     directory = str(cache_home() / "objects") if where == "auto" else where
-    immutable = options.read_only and _ttl(options).period is None
+    immutable = options.read_only and _ttl(options, store).period is None
     return DiskCache(directory, store.identity, options.disk_cache_size, immutable)
 
 
-def _ttl(options: MountOptions) -> Ttl:
+def _ttl(options: MountOptions, store: Store) -> Ttl:
     """How long cached answers are trusted: a writable mount holds the store's writer lock
-    or lease, so nobody else changes what it caches."""
-    if not options.read_only:
+    or lease, so nobody else changes what it caches; a fixed store never changes."""
+    if not options.read_only or store.fixed:
         return Ttl(None, None)
     return Ttl(options.metadata_ttl, options.negative_ttl)
 
@@ -166,7 +168,7 @@ def assemble(
     options: MountOptions,
     journal: Journal | None = None,
 ) -> Mount:
-    ttl = _ttl(options)
+    ttl = _ttl(options, dialect.store)
     disk = _disk_cache(dialect.store, options)
     if disk is not None and not options.read_only:
         ttl = replace(ttl, list_once=True)  # validators to key the disk cache
@@ -193,4 +195,29 @@ def assemble(
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):
         mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)
+    if dialect.store.versioned:
+        versions = StoreVersions(store, options.metadata_ttl, partial(_engines, mount))
+        snapshots.attach(table, versions, options.show_snapshots)
     return mount
+
+
+def _engines(
+    mount: Mount, store: Store, pipeline: Pipeline | None, space: str
+) -> tuple[AsyncStore, Arrays]:
+    """The engines of another version of the mount's store (``.snapshots/``): read-only,
+    fixed, over the mount's cache, pool and threads, their cache keys in ``space``."""
+    options = mount.options
+    shown = AsyncStore(store, options.max_fetches, _disk_cache(store, options))
+    revalidation = Revalidation(Ttl(None, None), shown, mount.cache)
+    shared = Shared(
+        shown, mount.cache, mount.pool, mount.decoders, mount.background, revalidation, space=space
+    )
+    arrays = Arrays(
+        shared,
+        read_only=True,
+        dirty_limit=options.cache_size // 2,
+        root_pipeline=pipeline,
+        byteorder=options.byteorder,
+        text_max=options.text_max,
+    )
+    return shown, arrays

@@ -80,7 +80,9 @@ def _check_mountpoint(mountpoint: str) -> None:
 def _open(source: str, options: MountOptions):
     """The hierarchy at ``source``; every store request has ``options.timeout`` to answer."""
     try:
-        store = open_store(source, options.storage_options, options.timeout, options.client)
+        store = open_store(
+            source, options.storage_options, options.timeout, options.client, options.version
+        )
         if not options.read_only and store.read_only_reason:
             # Refused up front: better than accepting writes that can never be stored.
             raise CommandError(

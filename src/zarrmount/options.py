@@ -7,6 +7,7 @@ checks the README's table all read it, so the three cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import textwrap
@@ -83,6 +84,9 @@ class MountOptions:
     storage_options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 30.0  # seconds a remote request may take, retries included
     client: str = "fsspec"  # what speaks to object stores (store/remote.py, store/objstore.py)
+    # which version of a versioned store (Icechunk): branch, tag, snapshot, as_of
+    version: dict[str, str] = field(default_factory=dict)
+    show_snapshots: bool = False  # .snapshots listed in the root (found by name always)
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     # seconds metadata, listings and cached chunks are trusted before they are checked
     # against the store again (other writers), and absent names and chunks; None: for good
@@ -274,6 +278,18 @@ def _journal(o: MountOptions, name: str, text: str) -> None:
     o.journal = text if text in ("none", "auto") else os.path.abspath(text)
 
 
+def _version(o: MountOptions, name: str, text: str) -> None:
+    """One of branch, tag and snapshot, and as_of (a time, on a branch)."""
+    if name == "as_of":
+        datetime.datetime.fromisoformat(text)  # a bad time: ValueError, named by the caller
+    names = {*o.version, name}
+    if len(names - {"as_of"}) > 1:
+        raise OptionError(f"options {' and '.join(sorted(names))}: pick one version")
+    if "as_of" in names and names & {"tag", "snapshot"}:
+        raise OptionError("option 'as_of' goes with a branch, not a tag or a snapshot")
+    o.version[name] = text
+
+
 def _storage_file(o: MountOptions, name: str, path: str) -> None:
     try:
         with open(path) as f:
@@ -347,6 +363,21 @@ OPTIONS: tuple[Option, ...] = (
         "object stores: fsspec (the default; reads and writes) or obstore (S3, Azure "
         "and HTTP, read-only: native requests off the GIL, faster cold reads)",
         _choice("client", CLIENTS),
+    ),
+    Option("branch=NAME", "versioned stores: the tip of this branch", _version),
+    Option("tag=NAME", "versioned stores: the version this tag names", _version),
+    Option("snapshot=ID", "versioned stores: this snapshot", _version),
+    Option(
+        "as_of=TIME",
+        "versioned stores: the branch (default main) as it was at this ISO 8601 time",
+        _version,
+    ),
+    Option(
+        "show_snapshots",
+        "versioned stores: list .snapshots (every version) in the root; else it is "
+        "there by name only",
+        _flag("show_snapshots"),
+        False,
     ),
     Option(
         "max_fetches=N",

@@ -65,6 +65,12 @@ def store(tmp_path_factory):
     v3 = zarr.open_group(roots[3], mode="a")
     v3.create_array("label", shape=(1,), dtype=str)[:] = ["text"]
     v3.create_array("label.txt", shape=(2,), dtype="u1")[:] = [7, 9]
+    # strings in shards: inner chunks of 1x2 in shards of 2x4, some absent (fill)
+    cells = np.array([f"s{i}\n{j}" for i in range(5) for j in range(7)]).reshape(5, 7)
+    sharded = v3.create_array("sharded", shape=(5, 7), chunks=(1, 2), shards=(2, 4), dtype=str)
+    sharded[...] = cells
+    partly = v3.create_array("partly", shape=(9,), chunks=(2,), shards=(4,), dtype=str)
+    partly[5:7] = ["five", "six"]
     return roots
 
 
@@ -82,6 +88,24 @@ def mounts(store):
 @pytest.mark.parametrize("name", ["words", "grid", "raw", "sparse", "fixed_u", "fixed_s", "empty"])
 def test_each_line_unescaped_is_zarr_pythons_element(store, mounts, fmt, name):
     assert elements_of(mounts[fmt].p(name + ".txt")) == oracle(store[fmt], name)
+
+
+@pytest.mark.parametrize("name", ["sharded", "partly"])
+def test_strings_in_shards_are_zarr_pythons_elements(store, mounts, name):
+    assert elements_of(mounts[3].p(name + ".txt")) == oracle(store[3], name)
+
+
+def test_a_damaged_shard_of_strings_hides_that_text_alone(store, tmp_path, mount_factory):
+    root = tmp_path / "shards.zarr"
+    shutil.copytree(store[3], root)
+    shard = root / "sharded" / "c" / "1" / "0"
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 0xFF  # the index's checksum
+    shard.write_bytes(bytes(data))
+    mount = mount_factory(root, ["sidecars=text"], tag="text-shard")
+    listed = set(os.listdir(mount.p()))
+    assert "sharded.txt" not in listed and "partly.txt" in listed
+    assert "sharded/c/1/0" in mount.read_log()
 
 
 def test_an_element_holding_a_newline_stays_one_line(mounts):
@@ -148,13 +172,21 @@ def annotated(tmp_path_factory):
     return roots, adata
 
 
+def _strings(root: str, path: str) -> str:
+    """Where anndata keeps the strings of a dataframe index: the array itself, or the
+    ``values`` of a nullable-string-array group (anndata 0.13 with pandas 3's strings)."""
+    found = zarr.open(root, mode="r", path=path)
+    return f"{path}/values" if isinstance(found, zarr.Group) else path
+
+
 @pytest.mark.parametrize("fmt", [2, 3])
 def test_anndata_obs_names_and_categories_read_as_lines(annotated, mount_factory, fmt):
     roots, adata = annotated
     mount = mount_factory(roots[fmt], tag=f"text-anndata-v{fmt}", sidecars=None)
-    for path in ("obs/_index", "var/_index", "obs/cell_type/categories"):
+    paths = [_strings(roots[fmt], p) for p in ("obs/_index", "var/_index")]
+    for path in (*paths, "obs/cell_type/categories"):
         assert elements_of(mount.p(path + ".txt")) == oracle(roots[fmt], path), path
-    names = elements_of(mount.p("obs/_index.txt"))
+    names = elements_of(mount.p(paths[0] + ".txt"))
     assert names == as_bytes(adata.obs_names)
     categories = elements_of(mount.p("obs/cell_type/categories.txt"))
     codes = np.fromfile(mount.p("obs/cell_type/codes"), dtype="i1")

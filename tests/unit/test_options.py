@@ -32,7 +32,18 @@ SAMPLES = {
     "ORDER": "big",
     "LEVEL": "debug",
     "NAME": "obstore",
+    "ID": "G1DQ1P2CM80Y66BR4FTG",
+    "TIME": "2026-10-01T12:00:00",
 }
+
+
+def test_one_version_is_picked_and_as_of_goes_with_a_branch():
+    options = MountOptions()
+    options.apply("branch=dev,as_of=2026-10-01T12:00:00+02:00")
+    assert options.version == {"branch": "dev", "as_of": "2026-10-01T12:00:00+02:00"}
+    for text in ("branch=a,tag=b", "tag=v1,snapshot=X", "tag=v1,as_of=2026-01-01", "as_of=soon"):
+        with pytest.raises(OptionError):
+            MountOptions().apply(text)
 
 
 def readme_options() -> set[str]:

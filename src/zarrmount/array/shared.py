@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zarrmount.array.background import Background
 from zarrmount.array.decoders import Decoders
@@ -19,3 +19,6 @@ class Shared:
     decoders: Decoders
     background: Background  # where prefetches and follow-up loads run
     revalidation: Revalidation  # how long cached chunks are trusted (other writers)
+    # what the cache keys of these engines begin with: one cache serves several versions
+    # of a store ("@SNAPSHOT/"), whose arrays share paths
+    space: str = field(default="", kw_only=True)

@@ -74,7 +74,7 @@ class ChunkSource:
     """The decoded chunks of one array, shared by its reader and writer."""
 
     def __init__(self, node: ArrayNode, pipeline: Pipeline, shared: Shared) -> None:
-        self.path = node.path
+        self.path = shared.space + node.path
         self.meta = meta = node.meta
         self.pipeline = pipeline
         self.store, self.cache, self.pool = shared.store, shared.cache, shared.pool

@@ -118,14 +118,15 @@ def chunk_rows(node: ArrayNode, shared: Shared, limit: int) -> TextArray:
     chunks = StringChunks(meta, limit)
     grid = [math.ceil(s / c) for s, c in zip(meta.shape, meta.chunks, strict=True)]
 
+    stored = _stored(node, chunks, shared)
+
     async def chunk(coords: tuple[int, ...]) -> np.ndarray:
-        key = node.data_prefix + meta.key_encoding.key(coords)
+        key, raw = await stored(coords)
         try:
-            raw = await shared.store.get(key)
             if raw is None:
                 return np.full(meta.chunks, meta.fill_value, dtype=object)
             return await shared.decoders.run(chunks.decode, raw)
-        except (StoreError, ChunkDecodeError) as e:
+        except ChunkDecodeError as e:
             raise failed(key, e) from e
 
     async def elements(i: int) -> np.ndarray:
@@ -148,6 +149,37 @@ def chunk_rows(node: ArrayNode, shared: Shared, limit: int) -> TextArray:
     )
     slabs = grid[0] if meta.shape else 1
     return TextArray(slabs, elements, limit, math.prod(meta.shape), decoded)
+
+
+def _stored(node: ArrayNode, chunks: StringChunks, shared: Shared):
+    """``stored(coords)``: the key and encoded bytes of a chunk (None: absent), read
+    whole or, in a sharded array, from its shard (the last one read is kept)."""
+    meta, layout = node.meta, chunks.layout
+    last: list = [None, None]  # a shard's key and bytes
+
+    async def get(key: str) -> bytes | None:
+        try:
+            return await shared.store.get(key)
+        except StoreError as e:
+            raise failed(key, e) from e
+
+    async def stored(coords: tuple[int, ...]) -> tuple[str, bytes | None]:
+        if layout is None:
+            key = node.data_prefix + meta.key_encoding.key(coords)
+            return key, await get(key)
+        unit = tuple(c // n for c, n in zip(coords, layout.per_shard, strict=True))
+        key = node.data_prefix + meta.key_encoding.key(unit)
+        if last[0] != key:
+            last[:] = key, await get(key)
+        if last[1] is None:
+            return key, None
+        local = tuple(c % n for c, n in zip(coords, layout.per_shard, strict=True))
+        try:
+            return key, await shared.decoders.run(chunks.inner, last[1], local)
+        except ChunkDecodeError as e:
+            raise failed(key, e) from e
+
+    return stored
 
 
 def file_rows(

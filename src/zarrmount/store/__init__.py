@@ -1,4 +1,4 @@
-"""Key/value stores: local directories and fsspec URLs."""
+"""Key/value stores: local directories, fsspec and obstore URLs, Icechunk repositories."""
 
 from __future__ import annotations
 
@@ -17,12 +17,18 @@ def open_store(
     storage_options: dict[str, Any] | None = None,
     timeout: float = 30.0,
     client: str = "fsspec",
+    version: dict[str, str] | None = None,
 ) -> Store:
-    """Open ``source``: a local path (or ``file://`` URL) directly, an object store URL
-    through ``client`` (fsspec or obstore), anything else via fsspec.
+    """Open ``source``: a local path (or ``file://`` URL) directly, an Icechunk repository
+    at ``version`` (``icechunk+file://``, ``icechunk+s3://``), an object store URL through
+    ``client`` (fsspec or obstore), anything else via fsspec.
 
     A path ending in ``.zip`` opens the zip file read-only.
     """
+    if source.startswith("icechunk+"):
+        return _icechunk(source, storage_options or {}, version or {}, timeout)
+    if version:
+        raise StoreError(f"-o {'/'.join(version)} picks a version of an Icechunk repository")
     if source.startswith("file://"):
         source = source[len("file://") :]
     if "://" not in source and not source.endswith(".zip"):
@@ -49,6 +55,18 @@ def _obstore(source: str, storage_options: dict[str, Any], timeout: float) -> St
     except ImportError:
         raise StoreError("-o client=obstore needs obstore: zarrmount[obstore]") from None
     return ObstoreStore(source, deadline_s=timeout, **storage_options)
+
+
+def _icechunk(
+    source: str, storage_options: dict[str, Any], version: dict[str, str], timeout: float
+) -> Store:
+    try:
+        from zarrmount.store.icechunk_repo import open_icechunk
+    except ImportError:
+        raise StoreError(
+            "Icechunk repositories need zarrmount[icechunk] (icechunk 2, Python >= 3.12)"
+        ) from None
+    return open_icechunk(source, storage_options, version, timeout)
 
 
 __all__ = ["Store", "StoreError", "open_store", "public_url"]

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from zarrmount.store.versions import History
+
 T = TypeVar("T")
 
 
@@ -51,6 +53,8 @@ class Store(ABC):
     lists_deep = False
     deadline_s = 0.0
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
+    fixed = False  # its contents never change (a snapshot): nothing cached is checked again
+    versioned = False  # it has a history of versions (history, at)
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
     retries = 0  # requests tried again after a transient failure (statistics)
     root_marker: str | None = None  # the root's metadata key, once the hierarchy is found
@@ -114,6 +118,14 @@ class Store(ABC):
         """Every key below ``prefix`` (relative to it), with its validator; only where
         ``lists_deep``."""
         raise NotImplementedError
+
+    def history(self) -> History:
+        """A versioned store's branches, tags and snapshots."""
+        raise StoreError(f"{self.url} has no versions")
+
+    def at(self, snapshot_id: str) -> Store:
+        """The same store at another of its snapshots (versioned stores only)."""
+        raise StoreError(f"{self.url} has no versions")
 
     def root_exists(self) -> bool:
         """The store's root is there (a bucket, a prefix, a directory), Zarr or not."""

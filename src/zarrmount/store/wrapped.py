@@ -7,12 +7,13 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from zarrmount.store.base import Store
+from zarrmount.store.versions import History
 
 T = TypeVar("T")
 
 # what the layers above read from a store, fixed when it is opened
 _COPIED = ("url", "remote", "concurrency", "reads_parts", "deadline_s", "lists_chunks",
-           "lists_deep", "read_only_reason")  # fmt: skip
+           "lists_deep", "read_only_reason", "fixed", "versioned")  # fmt: skip
 
 
 class Wrapped(Store):
@@ -70,6 +71,12 @@ class Wrapped(Store):
 
     def lock_writer(self, holder: str) -> object | None:
         return self.inner.lock_writer(holder)
+
+    def history(self) -> History:
+        return self.inner.history()
+
+    def at(self, snapshot_id: str) -> Store:
+        return self.inner.at(snapshot_id)
 
     def root_exists(self) -> bool:
         return self.inner.root_exists()

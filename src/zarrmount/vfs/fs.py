@@ -181,12 +181,16 @@ class Filesystem:
             return self.getattr(node.parent)
         ino = children.get(name)
         if ino is None:
+            ino, _listed = self.table.extras.get(parent, {}).get(name, (None, False))
+        if ino is None:
             raise enoent(name)
         return self.getattr(ino)
 
     async def readdir(self, ino: int) -> list[tuple[str, Attr]]:
         children = await self.table[ino].children(self.ttl.period)
-        return [(name, self.getattr(child)) for name, child in sorted(children.items())]
+        extras = self.table.extras.get(ino, {})
+        shown = {name: i for name, (i, listed) in extras.items() if listed} | children
+        return [(name, self.getattr(child)) for name, child in sorted(shown.items())]
 
     def open(self, ino: int, flags: int) -> int:
         node = self.table[ino]

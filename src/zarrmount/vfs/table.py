@@ -3,6 +3,7 @@ hierarchy to list, the array engines to open, the mount's settings)."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections import OrderedDict
@@ -50,6 +51,8 @@ class InodeTable:
         self.arrays_seen = 0  # arrays listed (a reload counts changed ones again)
         self._nodes: dict[int, Node] = {}
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
+        # directory inode -> entries not from the store (.snapshots): name -> (inode, listed)
+        self.extras: dict[int, dict[str, tuple[int, bool]]] = {}
         # told the (directory inode, name) pairs whose kernel entries are stale
         self.stale_names: Callable[[list[tuple[int, str]]], None] = lambda _pairs: None
 
@@ -65,6 +68,18 @@ class InodeTable:
     def add(self, node: Node) -> Node:
         self._nodes[node.ino] = node
         return node
+
+    def view(self, tree: Tree, arrays: Arrays) -> InodeTable:
+        """A table for another version of the hierarchy (vfs/snapshots.py): its own tree
+        and engines, read-only, adding its nodes to this table's inodes."""
+        other = copy.copy(self)
+        other.tree, other.arrays, other.read_only = tree, arrays, True
+        return other
+
+    def add_extra(self, parent: int, name: str, node: Node, listed: bool) -> None:
+        """``name`` in directory ``parent``, found by lookup, listed only if ``listed``;
+        never over a node of the store's of the same name."""
+        self.extras.setdefault(parent, {})[name] = (node.ino, listed)
 
     def next_ino(self) -> int:
         return len(self._nodes) + 1

@@ -1,0 +1,178 @@
+"""Icechunk repositories (``icechunk+file:///PATH``, ``icechunk+s3://BUCKET/PREFIX``):
+one version of the hierarchy, read through a session's zarr store.
+
+The version is picked by ``-o branch``, ``tag``, ``snapshot`` or ``as_of`` (default: the
+tip of ``main``) and resolved to a snapshot once, when the mount opens: a snapshot never
+changes, so its store is ``fixed`` and its chunks are never checked again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import icechunk
+
+from zarrmount.store.base import StoreError, public_url
+from zarrmount.store.versions import History, Snapshot
+from zarrmount.store.zarr_store import LoopThread, ZarrPythonStore
+
+log = logging.getLogger(__name__)
+
+SCHEMES = ("icechunk+file", "icechunk+s3")
+DEFAULT_BRANCH = "main"
+# fsspec's names of S3 options (one ``so.`` set serves every client) and Icechunk's
+_S3_ALIASES = {
+    "endpoint_url": "endpoint_url",
+    "key": "access_key_id",
+    "secret": "secret_access_key",
+    "token": "session_token",
+    "region_name": "region",
+    "region": "region",
+    "anon": "anonymous",
+    "allow_http": "allow_http",
+    "force_path_style": "force_path_style",
+}
+
+# Icechunk warns on stderr, in colour, of things a mount cannot change (that a local
+# repository is not safe for concurrent commits): errors reach us as exceptions anyway.
+icechunk.set_logs_filter("error")
+
+
+def _reason(error: Exception) -> str:
+    """Icechunk's message, first line only (the rest is a trace of its internals)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def _s3(bucket: str, prefix: str, options: Mapping[str, Any]) -> icechunk.Storage:
+    unknown = sorted(set(options) - set(_S3_ALIASES))
+    if unknown:
+        raise StoreError(f"storage option {unknown[0]!r} is not one Icechunk's S3 storage takes")
+    kwargs = {_S3_ALIASES[k]: v for k, v in options.items()}
+    endpoint = str(kwargs.get("endpoint_url") or "")
+    kwargs.setdefault("allow_http", endpoint.startswith("http://"))
+    kwargs.setdefault("force_path_style", bool(endpoint))  # S3-compatible servers
+    if "access_key_id" not in kwargs and not kwargs.get("anonymous"):
+        kwargs["from_env"] = True  # the environment's AWS_* credentials, as fsspec would
+    return icechunk.s3_storage(bucket=bucket, prefix=prefix or None, **kwargs)
+
+
+def storage(url: str, options: Mapping[str, Any]) -> icechunk.Storage:
+    """Where the repository lives, from its URL and the fsspec-style storage options."""
+    parts = urlsplit(url)
+    if parts.scheme == "icechunk+file":
+        path = parts.path
+        if parts.netloc or not path.startswith("/"):
+            raise StoreError(f"{public_url(url)}: give the path whole, icechunk+file:///PATH")
+        if not os.path.isdir(path):
+            raise StoreError(f"{path}: no such directory")
+        return icechunk.local_filesystem_storage(path)
+    if parts.scheme == "icechunk+s3":
+        return _s3(parts.netloc, parts.path.strip("/"), options)
+    raise StoreError(f"unknown Icechunk URL scheme {parts.scheme!r} (known: {', '.join(SCHEMES)})")
+
+
+@dataclass(frozen=True)
+class Version:
+    """What ``-o branch/tag/snapshot/as_of`` asked for, and the snapshot it resolved to."""
+
+    asked: str  # "branch main", "tag v1", "snapshot ID", "branch main as of TIME"
+    snapshot_id: str
+
+
+def resolve(repo: icechunk.Repository, version: Mapping[str, str]) -> Version:
+    """The snapshot ``version`` names; a missing name fails with a one-line reason."""
+    try:
+        if "tag" in version:
+            return Version(f"tag {version['tag']}", repo.lookup_tag(version["tag"]))
+        if "snapshot" in version:
+            info = repo.lookup_snapshot(version["snapshot"])
+            return Version(f"snapshot {info.id}", info.id)
+        branch = version.get("branch", DEFAULT_BRANCH)
+        if "as_of" in version:
+            when = _utc(version["as_of"])
+            session = repo.readonly_session(branch, as_of=when)
+            return Version(f"branch {branch} as of {when.isoformat()}", session.snapshot_id)
+        return Version(f"branch {branch}", repo.lookup_branch(branch))
+    except icechunk.IcechunkError as e:
+        raise StoreError(_reason(e)) from None
+
+
+def _utc(text: str) -> datetime.datetime:
+    """An ISO 8601 time; without a zone it is UTC (Icechunk's commit times are)."""
+    when = datetime.datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
+def _snapshot(info: icechunk.SnapshotInfo) -> Snapshot:
+    return Snapshot(info.id, info.parent_id, info.written_at, info.message, dict(info.metadata))
+
+
+class IcechunkStore(ZarrPythonStore):
+    """One snapshot of a repository; it never changes."""
+
+    fixed = True
+    versioned = True
+
+    def __init__(
+        self,
+        url: str,
+        repo: icechunk.Repository,
+        version: Version,
+        deadline_s: float,
+        loop: LoopThread | None = None,
+    ) -> None:
+        self.repository = repo
+        self.version = version
+        session = repo.readonly_session(snapshot_id=version.snapshot_id)
+        super().__init__(session.store, url, deadline_s, loop)
+        self.read_only_reason = f"{version.asked} is mounted read-only"
+
+    def history(self) -> History:
+        """Branches and tags, and every snapshot in their ancestry."""
+        repo = self.repository
+        try:
+            branches = {name: repo.lookup_branch(name) for name in repo.list_branches()}
+            tags = {name: repo.lookup_tag(name) for name in repo.list_tags()}
+            snapshots: dict[str, Snapshot] = {}
+            for tip in {*branches.values(), *tags.values()}:
+                for info in repo.ancestry(snapshot_id=tip):
+                    if info.id in snapshots:
+                        break  # the rest of this line is known
+                    snapshots[info.id] = _snapshot(info)
+        except icechunk.IcechunkError as e:
+            raise StoreError(f"history: {_reason(e)}") from None
+        return History(branches, tags, snapshots)
+
+    def at(self, snapshot_id: str) -> IcechunkStore:
+        """The repository at another snapshot, on this store's loop."""
+        try:
+            self.repository.lookup_snapshot(snapshot_id)
+        except icechunk.IcechunkError as e:
+            raise StoreError(_reason(e)) from None
+        version = Version(f"snapshot {snapshot_id}", snapshot_id)
+        return IcechunkStore(self.url, self.repository, version, self.deadline_s, self._loop)
+
+    @property
+    def identity(self) -> str:
+        """The repository and the snapshot: what a disk cache entry is valid for."""
+        return f"{public_url(self.url)}@{self.version.snapshot_id}"
+
+
+def open_icechunk(
+    url: str, options: Mapping[str, Any], version: Mapping[str, str], deadline_s: float
+) -> IcechunkStore:
+    """The version of the repository at ``url`` that ``version`` names."""
+    try:
+        repo = icechunk.Repository.open(storage(url, options))
+    except icechunk.IcechunkError as e:
+        raise StoreError(_reason(e)) from None
+    found = resolve(repo, version)
+    log.info("%s: %s is snapshot %s", public_url(url), found.asked, found.snapshot_id)
+    return IcechunkStore(url, repo, found, deadline_s)
