@@ -54,6 +54,7 @@ class Mount(Shared):
             {"uptime_s": int(time.monotonic() - self.started)}
             | self.store.stats.as_dict("store_")
             | {"store_lists": self.store.list_calls, "store_retries": self.store.retries}
+            | {f"store_{name}": n for name, n in self.store.store.counters().items()}
             | cache.stats.as_dict("cache_")
             | self.revalidation.stats.as_dict("cache_")
             | {

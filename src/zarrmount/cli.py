@@ -15,6 +15,7 @@ from zarrmount import __version__, config, hierarchy, logs
 from zarrmount.errors import CommandError
 from zarrmount.options import MountOptions, OptionError, json_object, options_help
 from zarrmount.store import StoreError, open_store, public_url
+from zarrmount.store.versions import Commits
 from zarrmount.unmount import cleanup, unmount
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,16 @@ def _check_mountpoint(mountpoint: str) -> None:
 def _open(source: str, options: MountOptions):
     """The hierarchy at ``source``; every store request has ``options.timeout`` to answer."""
     try:
+        commits = (
+            None if options.read_only else Commits(options.commit_message, options.on_conflict)
+        )
         store = open_store(
-            source, options.storage_options, options.timeout, options.client, options.version
+            source,
+            options.storage_options,
+            options.timeout,
+            options.client,
+            options.version,
+            commits,
         )
         if not options.read_only and store.read_only_reason:
             # Refused up front: better than accepting writes that can never be stored.

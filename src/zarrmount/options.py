@@ -64,6 +64,7 @@ DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
 CLIENTS = ("fsspec", "obstore")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+CONFLICTS = ("fail", "ours")  # the store's own names: store/icechunk_branch.py
 
 
 @dataclass
@@ -87,6 +88,8 @@ class MountOptions:
     # which version of a versioned store (Icechunk): branch, tag, snapshot, as_of
     version: dict[str, str] = field(default_factory=dict)
     show_snapshots: bool = False  # .snapshots listed in the root (found by name always)
+    commit_message: str | None = None  # rw on a branch: each commit's (None: what changed)
+    on_conflict: str = "fail"  # rw on a branch: another writer changed the same chunk
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     # seconds metadata, listings and cached chunks are trusted before they are checked
     # against the store again (other writers), and absent names and chunks; None: for good
@@ -378,6 +381,18 @@ OPTIONS: tuple[Option, ...] = (
         "there by name only",
         _flag("show_snapshots"),
         False,
+    ),
+    Option(
+        "commit_message=TEXT",
+        "versioned stores, with rw: the message of each commit (default: naming the "
+        "arrays changed)",
+        lambda o, _n, v: setattr(o, "commit_message", v),
+    ),
+    Option(
+        "on_conflict=CHOICE",
+        "versioned stores, with rw: where another writer committed the same chunk, fail "
+        "the commit (the default: fsync fails, the data stays here uncommitted) or ours",
+        _choice("on_conflict", CONFLICTS),
     ),
     Option(
         "max_fetches=N",

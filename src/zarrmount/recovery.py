@@ -43,7 +43,8 @@ def open_journal(options: MountOptions, store: Store) -> Journal | None:
     journal asked for that cannot be had fails the mount; the default one is left out,
     with a warning (no writable cache directory, or another writer with ``nolock``)."""
     where = options.journal
-    if options.read_only or where == "none" or (where == "auto" and store.remote):
+    remote = store.remote and not store.transactional  # a commit is as a local fsync
+    if options.read_only or where == "none" or (where == "auto" and remote):
         return None
     try:
         return Journal.open(default_root() if where == "auto" else Path(where), store.identity)
@@ -144,13 +145,14 @@ async def replay(journal: Journal, fs: Filesystem, arrays: Arrays) -> None:
 
 
 async def checkpoint(journal: Journal, arrays: Arrays) -> bool:
-    """Seal the active segment, store every dirty chunk, then delete the sealed segments:
-    whatever they hold is in the store. False (segments kept) when storing failed."""
+    """Seal the active segment, store every dirty chunk (and commit it, where a store
+    keeps only what is committed), then delete the sealed segments: whatever they hold is
+    in the store. False (segments kept) when storing failed."""
     journal.seal()
     done = list(journal.sealed)
     if not done:
         return True
-    if await arrays.flush_all(durable=False):
+    if await arrays.flush_all(durable=arrays.shared.store.transactional):
         return False
     journal.discard(done)
     return True

@@ -107,13 +107,6 @@ def test_versions_differ_where_the_commits_changed_them(repository):
     assert not np.array_equal(data["tag"]["temp"], data["snapshot"]["temp"])
 
 
-def test_a_version_mount_is_read_only_and_refuses_rw(repository, tmp_path):
-    path, _ = repository
-    res = run_cli([f"icechunk+file://{path}", str(tmp_path), "-o", "rw"])
-    assert res.returncode != 0
-    assert "read-only" in res.stderr and "Traceback" not in res.stderr
-
-
 @pytest.mark.parametrize(
     "source, options, reason",
     [

@@ -34,6 +34,8 @@ SAMPLES = {
     "NAME": "obstore",
     "ID": "G1DQ1P2CM80Y66BR4FTG",
     "TIME": "2026-10-01T12:00:00",
+    "TEXT": "nightly run",
+    "CHOICE": "ours",
 }
 
 

@@ -4,7 +4,6 @@ decoder equal to numcodecs' own encoding, hostile chunks refused, and the escapi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import zlib
 
@@ -12,6 +11,7 @@ import numcodecs
 import numpy as np
 import pytest
 import trio
+import zarr
 from helpers.text_lines import unescape
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,10 +94,33 @@ def test_hostile_chunks_are_refused(raw, reason):
         chunks_for().decode(raw)
 
 
-def test_sharded_arrays_of_strings_are_refused():
-    meta = dataclasses.replace(v2.parse_array(zarray(), {}), shards=(8,))
-    with pytest.raises(CodecError, match="sharded"):
-        StringChunks(meta, 0)
+def _sharded_strings(tmp_path) -> tuple[dict, np.ndarray, bytes]:
+    """zarr-python's v3 metadata, elements and first shard of a sharded array of strings
+    (inner chunks of 2 in shards of 6; the third inner chunk never written)."""
+    root = tmp_path / "s.zarr"
+    array = zarr.create_array(root, shape=(6,), chunks=(2,), shards=(6,), dtype=str)
+    array[0:4] = ["a", "bé", "", "two\nlines"]
+    doc = json.loads((root / "zarr.json").read_text())
+    return doc, array[...], (root / "c" / "0").read_bytes()
+
+
+def test_strings_in_shards_are_zarr_pythons(tmp_path):
+    doc, expected, shard = _sharded_strings(tmp_path)
+    chunks = StringChunks(v3.parse_array("s", doc), 1 << 20)
+    assert list(chunks.decode(chunks.inner(shard, (0,)))) == list(expected[0:2])
+    assert list(chunks.decode(chunks.inner(shard, (1,)))) == list(expected[2:4])
+    assert chunks.inner(shard, (2,)) is None  # never written: the fill value
+
+
+def test_a_damaged_shard_of_strings_is_refused(tmp_path):
+    doc, _, shard = _sharded_strings(tmp_path)
+    chunks = StringChunks(v3.parse_array("s", doc), 1 << 20)
+    for damaged in (shard[:-1] + bytes([shard[-1] ^ 1]), shard[:10]):
+        with pytest.raises(ChunkDecodeError):
+            chunks.inner(damaged, (0,))
+    doc["codecs"] = [*doc["codecs"], {"name": "crc32c"}]  # sharding, then another codec
+    with pytest.raises(CodecError, match="do not start with vlen"):
+        StringChunks(v3.parse_array("s", doc), 1 << 20)
 
 
 @settings(max_examples=200, deadline=None)

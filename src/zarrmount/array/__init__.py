@@ -107,14 +107,18 @@ class Arrays:
         """Store every dirty chunk of every array and make it durable (unless not
         ``durable``: a journal checkpoint), as unmounting a filesystem does; returns how
         many arrays failed."""
-        failed = 0
-        for array in self._writable:
-            try:
-                await (array.sync() if durable else array.flush())
-            except FsError as e:
-                failed += 1
-                log.error("%s: %s", array.path, e)
-        return failed
+        failed = set()
+        steps = [ArrayWriter.flush, ArrayWriter.sync] if durable else [ArrayWriter.flush]
+        for step in steps:  # all stored, then all synced: one commit where syncs commit
+            for array in self._writable:
+                if array in failed:
+                    continue
+                try:
+                    await step(array)
+                except FsError as e:
+                    failed.add(array)
+                    log.error("%s: %s", array.path, e)
+        return len(failed)
 
 
 __all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared", "Swapped", "TextArray", "TooLong"]

@@ -34,8 +34,8 @@ class StringChunks:
                 codecs.append(get_numcodec(meta.codecs["compressor"]))
         else:
             chain = meta.codecs["codecs"]
-            if meta.shards is not None:
-                self.layout = _layout(chain, meta.shards)
+            if meta.shards is not None:  # the chain is sharding_indexed alone
+                self.layout = ShardLayout(chain[0].get("configuration") or {}, meta.shards)
                 chain = self.layout.codecs
             names = [c["name"] for c in chain]
             codecs = [bytes_codec(c["name"], c["configuration"]) for c in chain[1:]]
@@ -79,10 +79,3 @@ class StringChunks:
         except Exception as e:  # codecs raise anything from RuntimeError to ValueError
             raise ChunkDecodeError(f"cannot decode: {type(e).__name__}: {e}") from e
         return np.asarray(items, dtype=object).reshape(meta.chunks, order=meta.order)
-
-
-def _layout(chain: list[dict], shards: tuple[int, ...]) -> ShardLayout:
-    """Shards of strings: sharding alone, its inner codecs starting with the element's."""
-    if len(chain) != 1 or chain[0].get("name") != "sharding_indexed":
-        raise CodecError("sharded arrays of strings: only sharding_indexed alone is supported")
-    return ShardLayout(chain[0].get("configuration") or {}, shards)

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from zarrmount.store.base import Store, StoreError, public_url
+from zarrmount.store.versions import Commits
 
 # URL schemes -o client=obstore speaks to (others go through fsspec whatever the client;
 # GCS too: obstore lists it through an XML API the GCS emulator of the tests lacks)
@@ -18,15 +19,17 @@ def open_store(
     timeout: float = 30.0,
     client: str = "fsspec",
     version: dict[str, str] | None = None,
+    commits: Commits | None = None,
 ) -> Store:
     """Open ``source``: a local path (or ``file://`` URL) directly, an Icechunk repository
     at ``version`` (``icechunk+file://``, ``icechunk+s3://``), an object store URL through
-    ``client`` (fsspec or obstore), anything else via fsspec.
+    ``client`` (fsspec or obstore), anything else via fsspec. ``commits``: the tip of a
+    repository's branch is opened to be written, and committed so.
 
     A path ending in ``.zip`` opens the zip file read-only.
     """
     if source.startswith("icechunk+"):
-        return _icechunk(source, storage_options or {}, version or {}, timeout)
+        return _icechunk(source, storage_options or {}, version or {}, timeout, commits)
     if version:
         raise StoreError(f"-o {'/'.join(version)} picks a version of an Icechunk repository")
     if source.startswith("file://"):
@@ -58,15 +61,24 @@ def _obstore(source: str, storage_options: dict[str, Any], timeout: float) -> St
 
 
 def _icechunk(
-    source: str, storage_options: dict[str, Any], version: dict[str, str], timeout: float
+    source: str,
+    storage_options: dict[str, Any],
+    version: dict[str, str],
+    timeout: float,
+    commits: Commits | None,
 ) -> Store:
+    """A version of a repository; with ``commits``, the tip of a branch, to write."""
     try:
-        from zarrmount.store.icechunk_repo import open_icechunk
+        from zarrmount.store import icechunk_branch, icechunk_repo
     except ImportError:
         raise StoreError(
             "Icechunk repositories need zarrmount[icechunk] (icechunk 2, Python >= 3.12)"
         ) from None
-    return open_icechunk(source, storage_options, version, timeout)
+    if commits is None or set(version) - {"branch"}:  # a fixed version: refused for rw
+        return icechunk_repo.open_version(source, storage_options, version, timeout)
+    repo = icechunk_repo.open_repository(source, storage_options)
+    branch = version.get("branch", icechunk_repo.DEFAULT_BRANCH)
+    return icechunk_branch.IcechunkBranch(source, repo, branch, timeout, commits)
 
 
 __all__ = ["Store", "StoreError", "open_store", "public_url"]

@@ -204,6 +204,11 @@ class AsyncStore:
         return self.store.reads_parts
 
     @property
+    def transactional(self) -> bool:
+        """Stored only once synced (a commit): a journal's checkpoint syncs."""
+        return self.store.transactional
+
+    @property
     def warm_start(self) -> bool:
         """Readying arrays at mount pays: a first read is set by decoder start-up, not
         by the network, and a listing costs no requests."""

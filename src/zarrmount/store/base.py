@@ -55,6 +55,7 @@ class Store(ABC):
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     fixed = False  # its contents never change (a snapshot): nothing cached is checked again
     versioned = False  # it has a history of versions (history, at)
+    transactional = False  # sets and deletes last only once sync commits them (Icechunk)
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
     retries = 0  # requests tried again after a transient failure (statistics)
     root_marker: str | None = None  # the root's metadata key, once the hierarchy is found
@@ -156,6 +157,10 @@ class Store(ABC):
 
         Object stores need nothing: a PUT or DELETE they acknowledged is durable.
         """
+
+    def counters(self) -> dict[str, int]:
+        """Counts of the store's own for the statistics (commits, conflicts)."""
+        return {}
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections or handles."""

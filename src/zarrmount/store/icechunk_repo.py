@@ -44,7 +44,7 @@ _S3_ALIASES = {
 icechunk.set_logs_filter("error")
 
 
-def _reason(error: Exception) -> str:
+def one_line(error: Exception) -> str:
     """Icechunk's message, first line only (the rest is a trace of its internals)."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -101,7 +101,7 @@ def resolve(repo: icechunk.Repository, version: Mapping[str, str]) -> Version:
             return Version(f"branch {branch} as of {when.isoformat()}", session.snapshot_id)
         return Version(f"branch {branch}", repo.lookup_branch(branch))
     except icechunk.IcechunkError as e:
-        raise StoreError(_reason(e)) from None
+        raise StoreError(one_line(e)) from None
 
 
 def _utc(text: str) -> datetime.datetime:
@@ -114,25 +114,11 @@ def _snapshot(info: icechunk.SnapshotInfo) -> Snapshot:
     return Snapshot(info.id, info.parent_id, info.written_at, info.message, dict(info.metadata))
 
 
-class IcechunkStore(ZarrPythonStore):
-    """One snapshot of a repository; it never changes."""
+class RepositoryStore(ZarrPythonStore):
+    """A session's store in a repository, which tells the repository's history."""
 
-    fixed = True
     versioned = True
-
-    def __init__(
-        self,
-        url: str,
-        repo: icechunk.Repository,
-        version: Version,
-        deadline_s: float,
-        loop: LoopThread | None = None,
-    ) -> None:
-        self.repository = repo
-        self.version = version
-        session = repo.readonly_session(snapshot_id=version.snapshot_id)
-        super().__init__(session.store, url, deadline_s, loop)
-        self.read_only_reason = f"{version.asked} is mounted read-only"
+    repository: icechunk.Repository
 
     def history(self) -> History:
         """Branches and tags, and every snapshot in their ancestry."""
@@ -147,7 +133,7 @@ class IcechunkStore(ZarrPythonStore):
                         break  # the rest of this line is known
                     snapshots[info.id] = _snapshot(info)
         except icechunk.IcechunkError as e:
-            raise StoreError(f"history: {_reason(e)}") from None
+            raise StoreError(f"history: {one_line(e)}") from None
         return History(branches, tags, snapshots)
 
     def at(self, snapshot_id: str) -> IcechunkStore:
@@ -155,9 +141,31 @@ class IcechunkStore(ZarrPythonStore):
         try:
             self.repository.lookup_snapshot(snapshot_id)
         except icechunk.IcechunkError as e:
-            raise StoreError(_reason(e)) from None
+            raise StoreError(one_line(e)) from None
         version = Version(f"snapshot {snapshot_id}", snapshot_id)
         return IcechunkStore(self.url, self.repository, version, self.deadline_s, self._loop)
+
+
+class IcechunkStore(RepositoryStore):
+    """One snapshot of a repository; it never changes."""
+
+    fixed = True
+
+    def __init__(
+        self,
+        url: str,
+        repo: icechunk.Repository,
+        version: Version,
+        deadline_s: float,
+        loop: LoopThread | None = None,
+    ) -> None:
+        self.repository = repo
+        self.version = version
+        session = repo.readonly_session(snapshot_id=version.snapshot_id)
+        super().__init__(session.store, url, deadline_s, loop)
+        self.read_only_reason = (
+            f"{version.asked} is a fixed version (-o rw writes to the tip of a branch)"
+        )
 
     @property
     def identity(self) -> str:
@@ -165,14 +173,18 @@ class IcechunkStore(ZarrPythonStore):
         return f"{public_url(self.url)}@{self.version.snapshot_id}"
 
 
-def open_icechunk(
+def open_repository(url: str, options: Mapping[str, Any]) -> icechunk.Repository:
+    try:
+        return icechunk.Repository.open(storage(url, options))
+    except icechunk.IcechunkError as e:
+        raise StoreError(one_line(e)) from None
+
+
+def open_version(
     url: str, options: Mapping[str, Any], version: Mapping[str, str], deadline_s: float
 ) -> IcechunkStore:
     """The version of the repository at ``url`` that ``version`` names."""
-    try:
-        repo = icechunk.Repository.open(storage(url, options))
-    except icechunk.IcechunkError as e:
-        raise StoreError(_reason(e)) from None
+    repo = open_repository(url, options)
     found = resolve(repo, version)
     log.info("%s: %s is snapshot %s", public_url(url), found.asked, found.snapshot_id)
     return IcechunkStore(url, repo, found, deadline_s)

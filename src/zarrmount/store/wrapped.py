@@ -13,7 +13,7 @@ T = TypeVar("T")
 
 # what the layers above read from a store, fixed when it is opened
 _COPIED = ("url", "remote", "concurrency", "reads_parts", "deadline_s", "lists_chunks",
-           "lists_deep", "read_only_reason", "fixed", "versioned")  # fmt: skip
+           "lists_deep", "read_only_reason", "fixed", "versioned", "transactional")  # fmt: skip
 
 
 class Wrapped(Store):
@@ -83,6 +83,9 @@ class Wrapped(Store):
 
     def forget_listings(self) -> None:
         self.inner.forget_listings()
+
+    def counters(self) -> dict[str, int]:
+        return self.inner.counters()
 
     def close(self) -> None:
         self.inner.close()

@@ -36,7 +36,8 @@ class ArrayFile(Node):
         return self.array
 
     def mode(self, read_only: bool) -> int:
-        return stat.S_IFREG | (0o444 if read_only else 0o644)
+        """``read_only``: the mount's; a file of another version is read-only anyway."""
+        return stat.S_IFREG | (0o444 if read_only or self.table.read_only else 0o644)
 
     def size(self) -> int:
         return self.array.meta.nbytes
@@ -72,6 +73,8 @@ class ArrayFile(Node):
         return stored if isinstance(stored, ArrayWriter) else None
 
     def open(self, flags: int) -> Handle:
+        if self.table.read_only and flags & os.O_ACCMODE != os.O_RDONLY:
+            raise FsError(errno.EROFS)  # a file of another version, on an rw mount
         # O_TRUNC is accepted and changes nothing: the size is the array's (see README).
         handle = ArrayHandle(self, self._engine())
         handle.engine.prepare()

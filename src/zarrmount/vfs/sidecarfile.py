@@ -46,7 +46,8 @@ class SidecarFile(Node):
         return self.sidecar.writable and not read_only
 
     def mode(self, read_only: bool) -> int:
-        return stat.S_IFREG | (0o644 if self.writable(read_only) else 0o444)
+        writable = self.writable(read_only or self.table.read_only)
+        return stat.S_IFREG | (0o644 if writable else 0o444)
 
     def size(self) -> int:
         return self.head_size + (self.file.size() if self.sidecar.view else 0)
