@@ -91,6 +91,7 @@ def _open(source: str, options: MountOptions):
             options.client,
             options.version,
             commits,
+            tuple(options.virtual_prefixes),
         )
         if not options.read_only and store.read_only_reason:
             # Refused up front: better than accepting writes that can never be stored.

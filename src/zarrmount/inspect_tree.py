@@ -103,9 +103,12 @@ def _line(d: dict[str, Any]) -> str:
     # The file as the mount shows it: a root array is the file ``array`` in the mount root.
     file = f"file MNT/{_printable(d['file'])}" if d["file"] else "strings, no raw file"
     size = f" ({d['size']} bytes)" if d["file"] else ""
+    origins = d.get("from") or []
+    more = f" and {len(origins) - 3} more" if len(origins) > 3 else ""
+    where = f"  from {', '.join(origins[:3])}{more}" if origins else ""
     return (
         f"{name}  {file}  v{d['format']} {d['dtype']} {shape} "
-        f"chunks {chunks} codecs {_codec_names(d['codecs'])}{size}{notes}"
+        f"chunks {chunks} codecs {_codec_names(d['codecs'])}{size}{where}{notes}"
         + _sidecar_notes(d["sidecars"])
     )
 
@@ -121,7 +124,12 @@ def inspect(dialect: Dialect, root: Node, as_json: bool, kinds: list[str] | None
     """The tree, one line a node (JSON with ``as_json``). Each array's line names its file
     as ``MNT/PATH``, MNT standing for the mountpoint, and its sidecars of ``kinds`` (those
     of ``-o sidecars``; every kind when none is asked for), or why it has none."""
-    nodes = [describe(n, kinds or list(SIDECAR_KINDS)) for n in walk(dialect, root)]
+    nodes = []
+    for node in walk(dialect, root):
+        found = describe(node, kinds or list(SIDECAR_KINDS))
+        if found["type"] == "array" and found["shown"]:
+            found["from"] = dialect.store.origins(node.data_prefix.rstrip("/"))
+        nodes.append(found)
     if as_json:
         return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)
     return "\n".join(_line(d) for d in sorted(nodes, key=lambda d: d["path"]))

@@ -90,6 +90,8 @@ class MountOptions:
     show_snapshots: bool = False  # .snapshots listed in the root (found by name always)
     commit_message: str | None = None  # rw on a branch: each commit's (None: what changed)
     on_conflict: str = "fail"  # rw on a branch: another writer changed the same chunk
+    # where references and virtual chunks may point besides their own place
+    virtual_prefixes: list[str] = field(default_factory=list)
     max_fetches: int = 0  # concurrent store requests; 0: 16 local, 64 remote
     # seconds metadata, listings and cached chunks are trusted before they are checked
     # against the store again (other writers), and absent names and chunks; None: for good
@@ -393,6 +395,12 @@ OPTIONS: tuple[Option, ...] = (
         "versioned stores, with rw: where another writer committed the same chunk, fail "
         "the commit (the default: fsync fails, the data stays here uncommitted) or ours",
         _choice("on_conflict", CONFLICTS),
+    ),
+    Option(
+        "virtual_prefix=PREFIX",
+        "reference sets and Icechunk virtual chunks: also read targets below PREFIX (a "
+        "directory or URL prefix; repeatable); others fail their reads",
+        lambda o, _n, v: o.virtual_prefixes.append(v if "://" in v else os.path.abspath(v)),
     ),
     Option(
         "max_fetches=N",

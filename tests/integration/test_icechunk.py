@@ -206,3 +206,43 @@ def test_a_plain_store_has_no_snapshots(tmp_path, mount_factory):
     root.create_array("x", shape=(4,), dtype="i1")[:] = 1
     mount = mount_factory(tmp_path / "plain.zarr", tag="ice-plain")
     assert not os.path.exists(mount.p(".snapshots"))
+
+
+def test_virtual_chunks_are_read_from_authorized_prefixes_only(tmp_path, mount_factory):
+    """A chunk of an Icechunk array that is a byte range of a NetCDF file: read with
+    ``-o virtual_prefix`` naming its container, EIO with the reason without."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    kerchunk_hdf = pytest.importorskip("kerchunk.hdf")
+    files = tmp_path / "files"
+    files.mkdir()
+    data = files / "data.nc"
+    with netCDF4.Dataset(data, "w") as ds:
+        ds.createDimension("y", 6)
+        ds.createDimension("x", 8)
+        ds.createVariable("mask", "<i2", ("y", "x"))[:] = np.arange(48).reshape(6, 8) - 9
+    with netCDF4.Dataset(data) as ds:
+        expected = np.asarray(ds["mask"][...])
+    where, offset, length = kerchunk_hdf.SingleHdf5ToZarr(
+        str(data), inline_threshold=0
+    ).translate()["refs"]["mask/0.0"]
+    container = f"file://{files}/"
+    config = icechunk.RepositoryConfig.default()
+    store = icechunk.local_filesystem_store(str(files))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(container, store))
+    path = str(tmp_path / "repo")
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(path), config, {container: None}
+    )
+    session = repo.writable_session("main")
+    zarr.create_array(session.store, name="mask", shape=(6, 8), dtype="<i2", compressors=None)
+    session.store.set_virtual_ref("mask/c/0/0", f"file://{where}", offset=offset, length=length)
+    session.commit("a virtual chunk")
+    refused = mount_factory(f"icechunk+file://{path}", tag="ice-virtual-no")
+    with pytest.raises(OSError) as failed:
+        read_file(refused.p("mask"))
+    assert failed.value.errno == errno.EIO
+    assert "mask/c/0/0" in refused.read_log() and "authorize" in refused.read_log()
+    allowed = mount_factory(
+        f"icechunk+file://{path}", [f"virtual_prefix={files}"], tag="ice-virtual"
+    )
+    assert_bytes_equal(read_file(allowed.p("mask")), expected.tobytes(), expected.dtype)

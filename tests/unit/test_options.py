@@ -36,6 +36,7 @@ SAMPLES = {
     "TIME": "2026-10-01T12:00:00",
     "TEXT": "nightly run",
     "CHOICE": "ours",
+    "PREFIX": "s3://archive/netcdf/",
 }
 
 

@@ -20,26 +20,29 @@ def open_store(
     client: str = "fsspec",
     version: dict[str, str] | None = None,
     commits: Commits | None = None,
+    virtual_prefixes: tuple[str, ...] = (),
 ) -> Store:
-    """Open ``source``: a local path (or ``file://`` URL) directly, an Icechunk repository
-    at ``version`` (``icechunk+file://``, ``icechunk+s3://``), an object store URL through
-    ``client`` (fsspec or obstore), anything else via fsspec. ``commits``: the tip of a
-    repository's branch is opened to be written, and committed so.
-
-    A path ending in ``.zip`` opens the zip file read-only.
+    """Open ``source``: a local path (or ``file://`` URL: a directory, a zip file, a
+    reference set, an archival file), an Icechunk repository at ``version``
+    (``icechunk+file://``, ``icechunk+s3://``), a reference set (``reference://``, its
+    ``fo`` among the storage options), an object store URL through ``client`` (fsspec or
+    obstore), anything else via fsspec. ``commits``: the tip of a repository's branch is
+    opened to be written, and committed so. ``virtual_prefixes``: where references and
+    virtual chunks may point, besides their own place.
     """
+    options = storage_options or {}
     if source.startswith("icechunk+"):
-        return _icechunk(source, storage_options or {}, version or {}, timeout, commits)
+        return _icechunk(source, options, version or {}, timeout, commits, virtual_prefixes)
     if version:
         raise StoreError(f"-o {'/'.join(version)} picks a version of an Icechunk repository")
+    if source.startswith("reference://"):
+        if "fo" not in options:
+            raise StoreError("reference:// needs the reference set: -o so.fo=PATH")
+        return _references(options["fo"], options, virtual_prefixes, timeout)
     if source.startswith("file://"):
         source = source[len("file://") :]
     if "://" not in source and not source.endswith(".zip"):
-        from zarrmount.store.local import LocalStore
-
-        if not os.path.isdir(source):
-            raise StoreError(f"{source}: no such directory")
-        return LocalStore(source)
+        return _local(source, virtual_prefixes, timeout)
     if client == "obstore" and source.partition("://")[0] in OBSTORE_SCHEMES:
         return _obstore(source, storage_options or {}, timeout)
     from zarrmount.store.remote import FsspecStore
@@ -50,6 +53,36 @@ def open_store(
         return FsspecStore(source, deadline_s=timeout, **(storage_options or {}))
     except (ImportError, ValueError) as e:
         raise StoreError(f"{source}: {e}") from e
+
+
+def _local(path: str, prefixes: tuple[str, ...], timeout: float) -> Store:
+    """A directory of Zarr data or of parquet references, a JSON reference set, or an
+    archival file."""
+    from zarrmount.store import archival, references
+    from zarrmount.store.local import LocalStore
+
+    if os.path.isdir(path):
+        if references.is_parquet_set(path):
+            return _references(path, {}, prefixes, timeout)
+        return LocalStore(path)
+    if not os.path.isfile(path):
+        raise StoreError(f"{path}: no such directory")
+    if path.endswith(".json"):
+        return _references(path, {}, prefixes, timeout)
+    if archival.kind_of(path) is not None:
+        return archival.open_archival(path, timeout)
+    raise StoreError(
+        f"{path}: not a directory, a zip file, a reference set (.json) or a NetCDF, HDF5 "
+        "or FITS file"
+    )
+
+
+def _references(fo: str, options: dict[str, Any], prefixes: tuple[str, ...], timeout: float):
+    from zarrmount.store.references import ReferencesStore
+
+    if "://" not in fo:
+        fo = os.path.abspath(fo)
+    return ReferencesStore(fo, options, prefixes, timeout)
 
 
 def _obstore(source: str, storage_options: dict[str, Any], timeout: float) -> Store:
@@ -66,8 +99,10 @@ def _icechunk(
     version: dict[str, str],
     timeout: float,
     commits: Commits | None,
+    prefixes: tuple[str, ...],
 ) -> Store:
-    """A version of a repository; with ``commits``, the tip of a branch, to write."""
+    """A version of a repository; with ``commits``, the tip of a branch, to write; its
+    virtual chunks read from ``prefixes`` only."""
     try:
         from zarrmount.store import icechunk_branch, icechunk_repo
     except ImportError:
@@ -75,8 +110,8 @@ def _icechunk(
             "Icechunk repositories need zarrmount[icechunk] (icechunk 2, Python >= 3.12)"
         ) from None
     if commits is None or set(version) - {"branch"}:  # a fixed version: refused for rw
-        return icechunk_repo.open_version(source, storage_options, version, timeout)
-    repo = icechunk_repo.open_repository(source, storage_options)
+        return icechunk_repo.open_version(source, storage_options, version, timeout, prefixes)
+    repo = icechunk_repo.open_repository(source, storage_options, prefixes)
     branch = version.get("branch", icechunk_repo.DEFAULT_BRANCH)
     return icechunk_branch.IcechunkBranch(source, repo, branch, timeout, commits)
 

@@ -158,6 +158,11 @@ class Store(ABC):
         Object stores need nothing: a PUT or DELETE they acknowledged is durable.
         """
 
+    def origins(self, prefix: str) -> list[str]:
+        """Where the values below ``prefix`` come from, where that is not the store
+        itself (a snapshot, the files references point into); for ``--inspect``."""
+        return []
+
     def counters(self) -> dict[str, int]:
         """Counts of the store's own for the statistics (commits, conflicts)."""
         return {}

@@ -78,6 +78,9 @@ class IcechunkBranch(RepositoryStore):
         """The repository and the branch: what the journal of its writes belongs to."""
         return f"{public_url(self.url)}#{self.branch}"
 
+    def origins(self, prefix: str) -> list[str]:
+        return [f"branch {self.branch}, at snapshot {self.session.snapshot_id}"]
+
     def set(self, key: str, value: bytes) -> None:
         with self._commit_lock:
             super().set(key, value)

@@ -118,6 +118,7 @@ class RepositoryStore(ZarrPythonStore):
     """A session's store in a repository, which tells the repository's history."""
 
     versioned = True
+    final = (icechunk.IcechunkError,)  # Icechunk retries its storage's failures itself
     repository: icechunk.Repository
 
     def history(self) -> History:
@@ -167,24 +168,45 @@ class IcechunkStore(RepositoryStore):
             f"{version.asked} is a fixed version (-o rw writes to the tip of a branch)"
         )
 
+    def origins(self, prefix: str) -> list[str]:
+        return [f"snapshot {self.version.snapshot_id} ({self.version.asked})"]
+
     @property
     def identity(self) -> str:
         """The repository and the snapshot: what a disk cache entry is valid for."""
         return f"{public_url(self.url)}@{self.version.snapshot_id}"
 
 
-def open_repository(url: str, options: Mapping[str, Any]) -> icechunk.Repository:
+def open_repository(
+    url: str, options: Mapping[str, Any], prefixes: tuple[str, ...] = ()
+) -> icechunk.Repository:
+    """The repository; its virtual chunks may be read from ``prefixes`` only (with the
+    credentials of the environment), a chunk anywhere else fails its read."""
+    access = {_container(p): None for p in prefixes}
     try:
-        return icechunk.Repository.open(storage(url, options))
+        return icechunk.Repository.open(
+            storage(url, options), authorize_virtual_chunk_access=access or None
+        )
     except icechunk.IcechunkError as e:
         raise StoreError(one_line(e)) from None
 
 
+def _container(prefix: str) -> str:
+    """A virtual chunk container's URL prefix as Icechunk names it (``file:///dir/``)."""
+    if "://" not in prefix:
+        prefix = "file://" + os.path.realpath(prefix)
+    return prefix.rstrip("/") + "/"
+
+
 def open_version(
-    url: str, options: Mapping[str, Any], version: Mapping[str, str], deadline_s: float
+    url: str,
+    options: Mapping[str, Any],
+    version: Mapping[str, str],
+    deadline_s: float,
+    prefixes: tuple[str, ...] = (),
 ) -> IcechunkStore:
     """The version of the repository at ``url`` that ``version`` names."""
-    repo = open_repository(url, options)
+    repo = open_repository(url, options, prefixes)
     found = resolve(repo, version)
     log.info("%s: %s is snapshot %s", public_url(url), found.asked, found.snapshot_id)
     return IcechunkStore(url, repo, found, deadline_s)

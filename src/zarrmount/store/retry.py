@@ -27,6 +27,10 @@ PERMANENT_NAMES = {"NoCredentialsError", "PartialCredentialsError", "ProfileNotF
 PERMANENT_TEXTS = ("Forbidden",)
 
 
+class Permanent(Exception):
+    """A failure no second try changes: the backend retried it already, or refused it."""
+
+
 def _status(error: BaseException) -> int | None:
     """The HTTP status an fsspec backend attached to ``error``, if any."""
     for attr in ("status", "status_code", "code"):
@@ -44,7 +48,8 @@ def _status(error: BaseException) -> int | None:
 def is_transient(error: BaseException) -> bool:
     if isinstance(
         error,
-        FileNotFoundError
+        Permanent
+        | FileNotFoundError
         | PermissionError
         | IsADirectoryError
         | NotADirectoryError

@@ -84,6 +84,9 @@ class Wrapped(Store):
     def forget_listings(self) -> None:
         self.inner.forget_listings()
 
+    def origins(self, prefix: str) -> list[str]:
+        return self.inner.origins(prefix)
+
     def counters(self) -> dict[str, int]:
         return self.inner.counters()
 

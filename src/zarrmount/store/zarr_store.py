@@ -22,7 +22,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
-from zarrmount.store.retry import with_retries
+from zarrmount.store.retry import Permanent, with_retries
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,6 +55,8 @@ class ZarrPythonStore(Store):
 
     remote = True  # requests may stall: each gets a deadline
     concurrency = 64
+    # errors of the store's own that no second try changes (it retries on its own)
+    final: tuple[type[Exception], ...] = ()
 
     def __init__(
         self, store: ZarrStore, url: str, deadline_s: float = 30.0, loop: LoopThread | None = None
@@ -74,12 +76,17 @@ class ZarrPythonStore(Store):
         deadline = self.deadline_s if deadline_s is None else deadline_s
 
         def attempt(left: float):
-            return self._loop.run(make(), max(left, 1e-3))
+            try:
+                return self._loop.run(make(), max(left, 1e-3))
+            except self.final as e:
+                raise Permanent(f"{type(e).__name__}: {_first_line(e)}") from None
 
         try:
             return with_retries(attempt, what, deadline, self._retried)
+        except Permanent as e:
+            raise StoreError(f"{what}: {e}") from None
         except Exception as e:
-            raise StoreError(f"{what}: {type(e).__name__}: {e}") from e
+            raise StoreError(f"{what}: {type(e).__name__}: {_first_line(e)}") from e
 
     def _retried(self) -> None:
         self.retries += 1
@@ -150,3 +157,9 @@ class ZarrPythonStore(Store):
         self.inner.close()
         if self._owns_loop:
             self._loop.close()
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of an error's text (some stores append pages of their internals)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
