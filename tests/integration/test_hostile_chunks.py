@@ -8,6 +8,7 @@ Arrays are written by zarr-python; the bombs replace their chunks afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import struct
@@ -21,6 +22,8 @@ import zarr
 from helpers import rw_tools
 from helpers.mounting import mounted
 from helpers.oracle import read_file
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.buffer.cpu import Buffer
 
 from zarrmount.codecs.zstd_prefix import zstd
 
@@ -96,7 +99,35 @@ def test_bomb_fails_its_reads_within_the_budget(bombs, name):
     root = bombs[name]
     fmt = BOMBS[name][0]
     expected = zarr.open_array(root, path="healthy", mode="r")[:].tobytes()
-    with mounted(root, [f"cache_size={CACHE // MIB}M"], tag="bomb", wrapper=LIMIT) as m:
+    _assert_contained(root, "bomb/0" if fmt == 2 else "bomb/c/0", expected, name)
+
+
+@pytest.mark.parametrize("name", ["gzip", "zstd-stream"])
+def test_a_bomb_in_an_icechunk_repository_fails_its_reads_within_the_budget(tmp_path, name):
+    icechunk = pytest.importorskip("icechunk", reason="Icechunk 2 needs Python >= 3.12")
+    icechunk.set_logs_filter("error")
+    _, compressor, bomb = BOMBS[name]
+    path = str(tmp_path / "repo")
+    session = icechunk.Repository.create(icechunk.local_filesystem_storage(path)).writable_session(
+        "main"
+    )
+    group = zarr.open_group(session.store, mode="w")
+    for array in ("bomb", "healthy"):
+        a = group.create_array(
+            array, shape=SHAPE, chunks=CHUNK, dtype="<u4", compressors=compressor
+        )
+        a[:] = np.arange(SHAPE[0], dtype="<u4")
+    expected = group["healthy"][:].tobytes()
+    valid = asyncio.run(session.store.get("bomb/c/0", default_buffer_prototype())).to_bytes()
+    asyncio.run(session.store.set("bomb/c/0", Buffer.from_bytes(bomb(valid))))
+    session.commit("a bomb")
+    _assert_contained(f"icechunk+file://{path}", "bomb/c/0", expected, f"icechunk {name}")
+
+
+def _assert_contained(source: str, key: str, expected: bytes, name: str) -> None:
+    """Reads of chunk 0 of ``bomb`` fail with EIO, the log names ``key``, the rest of it
+    and ``healthy`` read right, and the daemon stays within its budget."""
+    with mounted(source, [f"cache_size={CACHE // MIB}M"], tag="bomb", wrapper=LIMIT) as m:
         with rw_tools.RssSampler(m.proc.pid) as rss:
             fd = os.open(m.p("bomb"), os.O_RDONLY)
             try:
@@ -108,7 +139,6 @@ def test_bomb_fails_its_reads_within_the_budget(bombs, name):
             finally:
                 os.close(fd)
             assert read_file(m.p("healthy")) == expected
-        key = "bomb/0" if fmt == 2 else "bomb/c/0"
         assert m.wait_for_log(key), m.read_log()[-2000:]
         m.assert_alive()
     print(f"{name}: peak RSS {rss.peak_kib // 1024} MiB")

@@ -1,13 +1,16 @@
 """Through the kernel, with faults injected into the store (``-o fault=``): each class of
 fault fails only the reads that touch its keys (EIO, one log line naming the key) or the
 writes and syncs it hits, healthy chunks keep reading right, and ``zarrmount -u`` still
-completes. Expected bytes come from zarr-python reading the same store."""
+completes; in a directory and in an Icechunk repository alike. Expected bytes come from
+zarr-python reading the same store."""
 
 from __future__ import annotations
 
 import errno
 import os
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -20,12 +23,43 @@ ROW = 64 * 4  # bytes of one row of the array: 64 float32
 CHUNK_ROWS = 16  # rows of a chunk: chunk (r, 0) holds rows 16r to 16r + 15
 
 
-@pytest.fixture
-def store(tmp_path):
-    root = str(tmp_path / "f.zarr")
-    array = zarr.create_array(root, shape=(64, 64), chunks=(16, 64), dtype="<f4")
+@dataclass
+class Source:
+    """What a test mounts, and zarr-python's view of the array it holds as stored now."""
+
+    url: str
+    opened: Callable[[], zarr.Array]
+
+    def __fspath__(self) -> str:
+        return self.url
+
+
+def _icechunk(path: str) -> Source:
+    icechunk = pytest.importorskip("icechunk", reason="Icechunk 2 needs Python >= 3.12")
+    icechunk.set_logs_filter("error")
+    storage = icechunk.local_filesystem_storage(path)
+    session = icechunk.Repository.create(storage).writable_session("main")
+    _fill(zarr.create_array(session.store, shape=(64, 64), chunks=(16, 64), dtype="<f4"))
+    session.commit("made")
+
+    def opened() -> zarr.Array:
+        repo = icechunk.Repository.open(storage)
+        return zarr.open_array(repo.readonly_session("main").store, mode="r")
+
+    return Source(f"icechunk+file://{path}", opened)
+
+
+def _fill(array: zarr.Array) -> None:
     array[...] = np.arange(64 * 64, dtype="<f4").reshape(64, 64)
-    return root
+
+
+@pytest.fixture(params=["directory", "icechunk"])
+def store(tmp_path, request):
+    if request.param == "icechunk":
+        return _icechunk(str(tmp_path / "repo"))
+    root = str(tmp_path / "f.zarr")
+    _fill(zarr.create_array(root, shape=(64, 64), chunks=(16, 64), dtype="<f4"))
+    return Source(root, lambda: zarr.open_array(root, mode="r"))
 
 
 def open_read(path: str) -> bytes:
@@ -33,8 +67,8 @@ def open_read(path: str) -> bytes:
         return f.read()
 
 
-def _expected(store: str, first: int, count: int) -> bytes:
-    return zarr.open_array(store, mode="r")[first : first + count].tobytes()
+def _expected(store: Source, first: int, count: int) -> bytes:
+    return store.opened()[first : first + count].tobytes()
 
 
 @pytest.mark.parametrize("kind", ["error", "short", "corrupt"])
@@ -80,18 +114,26 @@ def test_write_faults_keep_the_data_dirty_and_fsync_says_so(store):
         assert done.returncode == 0, done.stderr  # -u completes; the daemon says what failed
         assert m.proc.wait(60) != 0
     assert "c/0/0" in m.read_log()
-    assert zarr.open_array(store, mode="r")[0, 0] == 0  # the store kept its old chunk
+    assert store.opened()[0, 0] == 0  # the store kept its old chunk
 
 
-def test_sync_faults_fail_fsync_and_lose_no_write(store):
-    options = ["rw", "writeback_delay=600", "fault=sync_error"]
+def test_sync_faults_fail_fsync_and_lose_no_write(store, tmp_path):
+    """A directory: the chunk is stored, not made durable. A repository, where a sync is
+    the commit: nothing is committed, and the journal keeps the write for the next mount,
+    which commits it."""
+    journal = f"journal={tmp_path / 'journal'}"
+    options = ["rw", "writeback_delay=600", "fault=sync_error", journal]
     with mounted(store, options, tag="fault-s") as m, open(m.p("array"), "r+b") as f:
         f.write(np.full(64, 5, dtype="<f4").tobytes())
         f.flush()
         with pytest.raises(OSError) as e:
             os.fsync(f.fileno())
         assert e.value.errno == errno.EIO
-    assert (zarr.open_array(store, mode="r")[0] == 5).all()  # stored, not made durable
+    if store.url.startswith("icechunk+"):
+        assert (store.opened()[0] == np.arange(64)).all()  # not committed
+        with mounted(store, ["rw", journal], tag="fault-s-again"):
+            pass
+    assert (store.opened()[0] == 5).all()
 
 
 def test_faults_switched_on_and_off_while_mounted(store):
