@@ -96,6 +96,19 @@ def test_two_mounts_writing_other_chunks_both_land(repo, tmp_path):
     assert np.array_equal(_main(repo)[0], expected)
 
 
+def test_a_commit_onto_others_shows_their_chunks_in_this_mount(repo, tmp_path):
+    """A mount that read the array, then commits onto another writer's commit: reads
+    through it (page cache included) now show the other writer's chunks too."""
+    with _mount(repo, tmp_path, "reader") as mine, _mount(repo, tmp_path, "other") as other:
+        before = np.fromfile(mine.p("grid"), dtype="<i4").reshape(SHAPE)  # cached now
+        assert (before[0:4] == np.arange(24).reshape(4, 6)).all()
+        _write_rows(other, slice(0, 4), 1)
+        _write_rows(mine, slice(4, 8), 2)  # rebased onto other's commit
+        shown = np.fromfile(mine.p("grid"), dtype="<i4").reshape(SHAPE)
+        assert (shown[0:4] == 1).all() and (shown[4:8] == 2).all()
+        assert np.array_equal(shown, _main(repo)[0])
+
+
 def test_the_same_chunk_fails_the_later_fsync_and_keeps_its_data(repo, tmp_path):
     with _mount(repo, tmp_path, "first") as first, _mount(repo, tmp_path, "later") as later:
         _write_rows(first, slice(0, 4), 1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import trio
@@ -97,6 +97,8 @@ class Revalidation:
         self.stats = FreshnessStats()
         self._arrays: dict[str, Validity] = {}  # least recently used first
         self.budget = cache.capacity // LISTINGS_SHARE  # bytes of listings kept at most
+        # told the arrays whose chunks other writers changed (None: any), after a sync
+        self.moved: Callable[[set[str] | None], None] = lambda _paths: None
 
     def of(self, path: str) -> Validity:
         found = self._arrays.pop(path, None) or Validity()
@@ -162,6 +164,22 @@ class Revalidation:
             if not first and (changed is None or changed):
                 validity.changed_ns = time.time_ns()  # the kernel drops its pages too
                 log.debug("%s: %d cached chunks changed in the store", path or "/", dropped)
+
+    def after_sync(self) -> None:
+        """Drop the cached chunks of arrays other writers changed, as the last commit
+        found (a transactional store), and tell ``moved`` of them."""
+        paths = self.store.changed_by_others()
+        if paths is not None and not paths:
+            return
+        dropped = self.cache.recheck(
+            lambda key, _entry: not (isinstance(key, tuple) and (paths is None or key[0] in paths))
+        )
+        self.stats.stale += dropped
+        now = time.time_ns()
+        for path in list(self._arrays) if paths is None else paths:
+            self.of(path).changed_ns = now  # the kernel drops its pages too
+        log.info("other writers changed %s: %d cached chunks dropped", paths or "arrays", dropped)
+        self.moved(paths)
 
     async def _list(self, path: str, grid: UnitGrid) -> Units | None:
         meta = grid.meta

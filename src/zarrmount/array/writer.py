@@ -183,6 +183,7 @@ class ArrayWriter(ArrayReader):
             self._unsynced |= keys  # the next fsync tries them all again
             log.error("fsync of %s failed: %s", self.path, e)
             raise FsError(_errno_of(e), f"fsync of {self.path} failed") from e
+        self.source.revalidation.after_sync()
 
     async def _write_back(self, unit: Coords) -> int | None:
         """Store the dirty chunks of ``unit``; the errno when storing failed, else None."""

@@ -89,12 +89,25 @@ def _watchdog_interval() -> float | None:
     return int(usec) / 2e6
 
 
+async def _forget_pages(inodes: list[int]) -> None:
+    """The kernel drops what it cached of these files (other writers changed them), after
+    the request that found it has been answered: never from inside a handler."""
+    for ino in inodes:
+        try:
+            await trio.to_thread.run_sync(pyfuse3.invalidate_inode, ino)
+        except OSError as e:  # a file the kernel does not know (yet): nothing it kept
+            log.debug("inode %d: nothing to invalidate: %s", ino, e)
+
+
 async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPipe) -> int:
     """Serve until stopped; returns how many arrays failed to store their dirty data."""
     options = mount.options
     failed = 0
     async with trio.open_nursery() as nursery:
         mount.background.nursery = nursery
+        mount.revalidation.moved = lambda paths: nursery.start_soon(
+            _forget_pages, mount.fs.table.array_files(paths)
+        )
 
         async def stop(reason: str) -> None:
             nonlocal failed

@@ -203,6 +203,10 @@ class AsyncStore:
         request costs the same for any part)."""
         return self.store.reads_parts
 
+    def changed_by_others(self) -> set[str] | None:
+        """See Store.changed_by_others (no request: what the last commit found)."""
+        return self.store.changed_by_others()
+
     @property
     def transactional(self) -> bool:
         """Stored only once synced (a commit): a journal's checkpoint syncs."""

@@ -158,6 +158,12 @@ class Store(ABC):
         Object stores need nothing: a PUT or DELETE they acknowledged is durable.
         """
 
+    def changed_by_others(self) -> set[str] | None:
+        """Arrays (paths) other writers changed that this store's readers may hold from
+        before: a transactional store's commit moved onto theirs. Each is told once; None:
+        any array may have changed."""
+        return set()
+
     def origins(self, prefix: str) -> list[str]:
         """Where the values below ``prefix`` come from, where that is not the store
         itself (a snapshot, the files references point into); for ``--inspect``."""

@@ -69,6 +69,7 @@ class IcechunkBranch(RepositoryStore):
         super().__init__(self.session.store, url, deadline_s)
         self.read_only_reason = None
         self.counts = {"commits": 0, "rebases": 0, "conflicts": 0}
+        self._moved: set[str] | None = set()  # see changed_by_others
         # commits and the writes between them: no chunk lands in a session being committed
         self._commit_lock = threading.Lock()
         log.info("%s: writing to branch %s at %s", self.url, branch, self.session.snapshot_id)
@@ -116,11 +117,31 @@ class IcechunkBranch(RepositoryStore):
         except icechunk.IcechunkError as e:
             raise StoreError(f"commit to branch {self.branch}: {one_line(e)}") from None
         self.counts["commits"] += 1
-        if self.repository.lookup_snapshot(snapshot).parent_id != parent:
+        onto = self.repository.lookup_snapshot(snapshot).parent_id
+        if onto != parent:
             self.counts["rebases"] += 1
+            self._moved = self._between(parent, onto, self._moved)
         log.info("committed %s to branch %s: %s", snapshot, self.branch, message)
         self.session = self.repository.writable_session(self.branch)
         self.inner = self.session.store
+
+    def _between(self, old: str, new: str | None, known: set[str] | None) -> set[str] | None:
+        """``known`` and the arrays other writers' commits from ``old`` to ``new`` changed
+        (None: any, when Icechunk cannot tell)."""
+        try:
+            diff = self.repository.diff(from_snapshot_id=old, to_snapshot_id=new)
+        except icechunk.IcechunkError as e:
+            log.warning("cannot tell what other writers changed, all is read again: %s", e)
+            return None
+        if known is None:
+            return None
+        changed = {*diff.updated_chunks, *diff.updated_arrays, *diff.deleted_arrays}
+        return known | {path.lstrip("/") for path in changed}
+
+    def changed_by_others(self) -> set[str] | None:
+        with self._commit_lock:
+            moved, self._moved = self._moved, set()
+        return moved
 
     def counters(self) -> dict[str, int]:
         return {

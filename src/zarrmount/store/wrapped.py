@@ -84,6 +84,9 @@ class Wrapped(Store):
     def forget_listings(self) -> None:
         self.inner.forget_listings()
 
+    def changed_by_others(self) -> set[str] | None:
+        return self.inner.changed_by_others()
+
     def origins(self, prefix: str) -> list[str]:
         return self.inner.origins(prefix)
 

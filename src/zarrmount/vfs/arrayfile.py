@@ -45,8 +45,8 @@ class ArrayFile(Node):
     def mtime_ns(self) -> int | None:
         """A writer's last write; else when other writers were last seen to change the
         array (the kernel then drops the pages it kept of it)."""
-        written = getattr(self.engine, "mtime_ns", None)
-        return written or self.table.arrays.changed_ns(self.array.path)
+        written = getattr(self.engine, "mtime_ns", None) or 0
+        return max(written, self.table.arrays.changed_ns(self.array.path) or 0) or None
 
     async def revalidate(self) -> None:
         if self.engine is not None:

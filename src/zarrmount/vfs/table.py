@@ -76,6 +76,20 @@ class InodeTable:
         other.tree, other.arrays, other.read_only = tree, arrays, True
         return other
 
+    def array_files(self, paths: set[str] | None) -> list[int]:
+        """The inodes of this table's files showing the bytes of arrays at ``paths`` (None:
+        of every array): array files, and the sidecar views of them."""
+
+        def shows(node: Node) -> bool:
+            file = node.file if isinstance(node, SidecarFile) and node.sidecar.view else node
+            return (
+                isinstance(file, ArrayFile)
+                and file.table is self
+                and (paths is None or file.array.path in paths)
+            )
+
+        return [ino for ino, node in self._nodes.items() if shows(node)]
+
     def add_extra(self, parent: int, name: str, node: Node, listed: bool) -> None:
         """``name`` in directory ``parent``, found by lookup, listed only if ``listed``;
         never over a node of the store's of the same name."""
