@@ -13,6 +13,7 @@ import errno
 import math
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -325,6 +326,23 @@ def wait_exit(proc: subprocess.Popen, timeout: float) -> int | None:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
+
+
+@contextlib.contextmanager
+def killed_after(store: Store | str, name: str, options: Sequence[str], tag: str):
+    """An rw mount whose daemon is SIGKILLed when the block ends, its file ``name`` still
+    open (nothing closed, nothing fsynced): yields the mount and a descriptor of it."""
+    with rw_mount(store, ["writeback_delay=600", *options], tag=tag) as m:
+        fd = os.open(m.p(name), os.O_RDWR)
+        try:
+            yield m, fd
+            assert m.stats()["cache_dirty_bytes"] > 0  # nothing stored it for us
+            os.kill(m.proc.pid, signal.SIGKILL)
+            assert wait_exit(m.proc, 10) == -signal.SIGKILL
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the mount is dead: ENOTCONN
+        lazy_unmount_dead(m.path)
 
 
 def lazy_unmount_dead(mnt: str) -> None:

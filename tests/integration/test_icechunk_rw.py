@@ -6,10 +6,8 @@ from zarr-python reading the branch through Icechunk, or from NumPy."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -142,17 +140,10 @@ def test_on_conflict_ours_lands_over_the_other(repo, tmp_path):
 def test_a_killed_daemons_acknowledged_writes_are_committed_by_the_next_mount(repo, tmp_path):
     expected = np.arange(48, dtype="<i4").reshape(SHAPE)
     expected[4:8] = 5
-    with _mount(repo, tmp_path, "killed", "writeback_delay=600") as mount:
-        fd = os.open(mount.p("grid"), os.O_RDWR)  # closing it would store its data
-        try:
-            _write_rows(mount, slice(4, 8), 5, fd)
-            assert rw_tools.stats(mount.p())["cache_dirty_bytes"] > 0
-            os.kill(mount.proc.pid, signal.SIGKILL)
-            assert rw_tools.wait_exit(mount.proc, 10) == -signal.SIGKILL
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(fd)  # the mount is dead: ENOTCONN
-        rw_tools.lazy_unmount_dead(mount.path)
+    journal = f"journal={tmp_path / 'journal-killed'}"
+    source = f"icechunk+file://{repo}"
+    with rw_tools.killed_after(source, "grid", [journal], "ice-killed") as (mount, fd):
+        _write_rows(mount, slice(4, 8), 5, fd)
     assert len(_main(repo)[1]) == 2  # nothing was committed
     with _mount(repo, tmp_path, "killed") as again:
         assert "replayed" in again.read_log()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -35,21 +34,8 @@ def _write_some(fd: int, model: np.ndarray, rng: np.random.Generator, count: int
         model[off : off + n] = data
 
 
-@contextlib.contextmanager
 def _killed_after(store: rw_tools.Store, options: list[str], tag: str):
-    """An rw mount whose daemon is SIGKILLed when the block ends, its file still open
-    (nothing closed, nothing fsynced): yields the mount and a descriptor of the array."""
-    with rw_tools.rw_mount(store, ["writeback_delay=600", *options], tag=tag) as m:
-        fd = os.open(m.p(store.name), os.O_RDWR)
-        try:
-            yield m, fd
-            assert m.stats()["cache_dirty_bytes"] > 0  # nothing stored it for us
-            os.kill(m.proc.pid, signal.SIGKILL)
-            assert rw_tools.wait_exit(m.proc, 10) == -signal.SIGKILL
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(fd)  # the mount is dead: ENOTCONN
-        rw_tools.lazy_unmount_dead(m.path)
+    return rw_tools.killed_after(store, store.name, options, tag)
 
 
 def _segments(journal_root) -> list[str]:
