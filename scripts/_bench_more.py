@@ -1,4 +1,5 @@
-"""More cases for scripts/bench (``--more``): a sequential write, and reads from S3.
+"""More cases for scripts/bench (``--more``): a sequential write, reads from S3, and
+reads of an Icechunk repository (``--cases icechunk``, not run by default).
 
 Each case measures the mount and zarr-python on the same data in the same run, alternating
 over repetitions, and prints both throughputs and the ratio; the write case measures the
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bench_data as d  # noqa: E402
 import _bench_remote  # noqa: E402
 import _bench_sys as b  # noqa: E402
+import _bench_versions  # noqa: E402
 
 NONE, JOURNAL, ZARR = "journal=none", "journal=DIR", "zarr-python"
 WRITE_VARIANTS = (NONE, JOURNAL, ZARR)  # this order in even repetitions, reversed in odd
@@ -181,6 +183,7 @@ def main() -> int:
             summary += {
                 "write": lambda: case_write(args, work),
                 "remote": lambda: _bench_remote.run(args, work),
+                "icechunk": lambda: _bench_versions.run(args, work),
             }[case]()
     except b.BenchError as e:
         b.log(f"bench: {e}")
