@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import errno
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -119,6 +120,7 @@ def test_versions_differ_where_the_commits_changed_them(repository):
         ("repo", ["branch=main,tag=v1"], "pick one version"),
         ("plain", ["tag=v1"], "Icechunk repository"),
         ("relative", [], "icechunk+file:///PATH"),
+        ("future", [], "format version 9"),
     ],
 )
 def test_a_wrong_name_or_place_fails_the_mount_with_one_line(
@@ -127,12 +129,19 @@ def test_a_wrong_name_or_place_fails_the_mount_with_one_line(
     path, _ = repository
     (tmp_path / "empty").mkdir()
     (tmp_path / "mnt").mkdir()
+    if source == "future":  # the repository's format version, one byte of its header
+        shutil.copytree(path, tmp_path / "future")
+        header = bytearray((tmp_path / "future" / "repo").read_bytes())
+        assert header[:3] == b"ICE" and header[36] == 2, "Icechunk's header changed"
+        header[36] = 9
+        (tmp_path / "future" / "repo").write_bytes(bytes(header))
     sources = {
         "missing": f"icechunk+file://{tmp_path}/missing",
         "empty": f"icechunk+file://{tmp_path}/empty",
         "repo": f"icechunk+file://{path}",
         "plain": str(tmp_path / "empty"),
         "relative": "icechunk+file://repo",
+        "future": f"icechunk+file://{tmp_path}/future",
     }
     args = [sources[source], str(tmp_path / "mnt")] + (["-o", *options] if options else [])
     res = run_cli(args)

@@ -6,8 +6,10 @@ from zarr-python reading the branch through Icechunk, or from NumPy."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -76,6 +78,22 @@ def test_fsync_commits_what_zarr_python_then_reads(repo, tmp_path):
         assert stats["store_commits"] == 1 and stats["store_uncommitted"] == 0
     found, history = _main(repo)
     assert np.array_equal(found, expected) and len(history) == 3  # nothing more to commit
+
+
+def test_sigterm_commits_what_was_written(repo, tmp_path):
+    expected = np.arange(48, dtype="<i4").reshape(SHAPE)
+    expected[0:4] = 6
+    with _mount(repo, tmp_path, "term", "writeback_delay=600") as mount:
+        fd = os.open(mount.p("grid"), os.O_RDWR)
+        try:
+            _write_rows(mount, slice(0, 4), 6, fd)  # neither synced nor closed
+            mount.proc.send_signal(signal.SIGTERM)
+            assert rw_tools.wait_exit(mount.proc, 30) == 0
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    found, history = _main(repo)
+    assert np.array_equal(found, expected) and history[0].message == "zarrmount: wrote grid"
 
 
 def test_the_commit_message_is_the_options(repo, tmp_path):
