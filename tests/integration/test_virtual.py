@@ -155,6 +155,17 @@ def test_a_fits_file_mounts_directly(tmp_path, mount_factory):
     assert json.loads(os.getxattr(mount.p("PRIMARY"), "user.zarr.attributes"))["BUNIT"] == "adu"
 
 
+def test_a_tiled_tiff_mounts_directly(tmp_path, mount_factory):
+    pytest.importorskip("virtual_tiff", reason="virtual-tiff needs Python >= 3.12")
+    tifffile = pytest.importorskip("tifffile")
+    path = str(tmp_path / "tiles.tif")
+    image = (np.arange(64 * 48, dtype="<u2").reshape(64, 48) * 7) % 5003
+    tifffile.imwrite(path, image, tile=(16, 16), compression="zlib")
+    mount = mount_factory(path, tag="tiff")
+    assert os.listdir(mount.p()) == ["0"]
+    _assert_variables(mount, {"0": tifffile.imread(path)})
+
+
 def _refs_file(tmp_path, refs: dict, **changes) -> str:
     edited = json.loads(json.dumps(refs))
     edited["refs"].update(changes)

@@ -72,8 +72,8 @@ def _local(path: str, prefixes: tuple[str, ...], timeout: float) -> Store:
     if archival.kind_of(path) is not None:
         return archival.open_archival(path, timeout)
     raise StoreError(
-        f"{path}: not a directory, a zip file, a reference set (.json) or a NetCDF, HDF5 "
-        "or FITS file"
+        f"{path}: not a directory, a zip file, a reference set (.json) or a NetCDF, HDF5, "
+        "FITS or TIFF file"
     )
 
 
