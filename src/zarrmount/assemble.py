@@ -43,6 +43,7 @@ class Mount(Shared):
 
     options: MountOptions
     journal: Journal | None = None  # where writes wait until stored (-o journal)
+    versions: StoreVersions | None = None  # a versioned store's other versions
     arrays: Arrays = field(init=False)
     fs: Filesystem = field(init=False)
     started: float = field(default_factory=time.monotonic)
@@ -197,8 +198,8 @@ def assemble(
     if isinstance(store.store, FaultyStore):
         mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)
     if dialect.store.versioned:
-        versions = StoreVersions(store, options.metadata_ttl, partial(_engines, mount))
-        snapshots.attach(table, versions, options.show_snapshots)
+        mount.versions = StoreVersions(store, options.metadata_ttl, partial(_engines, mount))
+        snapshots.attach(table, mount.versions, options.show_snapshots)
     return mount
 
 

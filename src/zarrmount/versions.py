@@ -26,6 +26,10 @@ from zarrmount.vfs.snapshots import Index, Version, View
 
 log = logging.getLogger(__name__)
 
+# A version's session is let go after this long unused (opened again on the next read);
+# its hierarchy, engines and cached chunks stay
+IDLE_S = 300.0
+
 XATTR = "user.snapshot."
 # (store of a snapshot, its root's pipeline, the cache keys' space) -> its engines
 Engines = Callable[[Store, Pipeline | None, str], tuple[AsyncStore, Arrays]]
@@ -68,6 +72,7 @@ class StoreVersions:
         self._index: Index | None = None
         self._read_at = 0.0
         self._views: dict[str, View] = {}
+        self._stores: dict[str, Store] = {}  # of the views, to let go of when idle
         self._lock = trio.Lock()
 
     async def index(self) -> Index:
@@ -101,6 +106,15 @@ class StoreVersions:
         if opened is None:
             return View(None, None, None)
         dialect, root, pipeline = opened
+        self._stores[snapshot_id] = at
         store, arrays = self.engines(at, pipeline, f"@{snapshot_id}/")
         log.info("opened snapshot %s", snapshot_id)
         return View(Tree(dialect, store), arrays, root)
+
+    async def keep(self, idle_s: float = IDLE_S) -> None:
+        """Let go of the sessions of versions unused for ``idle_s`` (a background task)."""
+        while True:
+            await trio.sleep(idle_s / 2)
+            released = [sid for sid, store in self._stores.items() if store.release_if_idle(idle_s)]
+            if released:
+                log.info("let go of idle snapshots %s", ", ".join(released))

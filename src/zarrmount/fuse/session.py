@@ -132,6 +132,8 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
             nursery.start_soon(mount.cache.write_back_idle, options.writeback_delay)
         if mount.journal is not None:
             nursery.start_soon(recovery.keep, mount.journal, mount.arrays, mount.cache)
+        if mount.versions is not None:
+            nursery.start_soon(mount.versions.keep)
         await pyfuse3.main()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()

@@ -158,6 +158,11 @@ class Store(ABC):
         Object stores need nothing: a PUT or DELETE they acknowledged is durable.
         """
 
+    def release_if_idle(self, idle_s: float) -> bool:
+        """Let go of what the store holds open (a session), to open it again when next
+        used, if nothing used it for ``idle_s`` seconds; True when it did."""
+        return False
+
     def changed_by_others(self) -> set[str] | None:
         """Arrays (paths) other writers changed that this store's readers may hold from
         before: a transactional store's commit moved onto theirs. Each is told once; None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -162,11 +164,34 @@ class IcechunkStore(RepositoryStore):
     ) -> None:
         self.repository = repo
         self.version = version
-        session = repo.readonly_session(snapshot_id=version.snapshot_id)
-        super().__init__(session.store, url, deadline_s, loop)
+        super().__init__(self._session(), url, deadline_s, loop)
         self.read_only_reason = (
             f"{version.asked} is a fixed version (-o rw writes to the tip of a branch)"
         )
+        self._used, self._busy = time.monotonic(), 0
+        self._session_lock = threading.Lock()  # the session is let go and opened again
+
+    def _session(self) -> Any:
+        return self.repository.readonly_session(snapshot_id=self.version.snapshot_id).store
+
+    def _call(self, what: str, make: Any, deadline_s: float | None = None) -> Any:
+        with self._session_lock:
+            if self.inner is None:
+                self.inner = self._session()
+            self._busy += 1
+        try:
+            return super()._call(what, make, deadline_s)
+        finally:
+            with self._session_lock:
+                self._busy -= 1
+                self._used = time.monotonic()
+
+    def release_if_idle(self, idle_s: float) -> bool:
+        with self._session_lock:
+            if self.inner is None or self._busy or time.monotonic() - self._used < idle_s:
+                return False
+            self.inner = None
+            return True
 
     def origins(self, prefix: str) -> list[str]:
         return [f"snapshot {self.version.snapshot_id} ({self.version.asked})"]

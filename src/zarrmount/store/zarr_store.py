@@ -62,7 +62,7 @@ class ZarrPythonStore(Store):
         self, store: ZarrStore, url: str, deadline_s: float = 30.0, loop: LoopThread | None = None
     ) -> None:
         """``loop``: the loop of other stores over the same data (closed by its owner)."""
-        self.inner = store
+        self.inner: ZarrStore | None = store
         self.url = public_url(url)
         self.deadline_s = deadline_s
         self.lists_chunks = self.lists_deep = store.supports_listing
@@ -154,7 +154,8 @@ class ZarrPythonStore(Store):
         return {key[start:]: "" for key in self._call(prefix or "/", keys)}
 
     def close(self) -> None:
-        self.inner.close()
+        if self.inner is not None:  # let go of while idle (icechunk_repo.py)
+            self.inner.close()
         if self._owns_loop:
             self._loop.close()
 
