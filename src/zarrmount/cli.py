@@ -323,5 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as e:
         print(f"zarrmount: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # --inspect | head: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -89,9 +89,18 @@ def files(tmp_path_factory):
     return base, made
 
 
-def _assert_variables(mount, expected: dict[str, np.ndarray]) -> None:
+# each file's attributes as its writer set them: (variable, attribute, value)
+ATTRIBUTES = {"data.nc": ("temp", "units", "K"), "data.h5": ("counts", "units", "photons")}
+
+
+def _assert_variables(mount, expected: dict[str, np.ndarray], file: str | None = None) -> None:
+    """Every variable's bytes; and ``file``'s attribute (ATTRIBUTES) among its xattrs."""
     for name, data in expected.items():
         assert_bytes_equal(read_file(mount.p(name)), data.tobytes(), data.dtype)
+    if file is not None:
+        variable, name, value = ATTRIBUTES[file]
+        attributes = json.loads(os.getxattr(mount.p(variable), "user.zarr.attributes"))
+        assert attributes[name] == value, attributes
 
 
 @pytest.mark.parametrize("name", ["data.nc", "data.h5"])
@@ -99,22 +108,22 @@ def test_references_as_json_read_as_the_files_library(files, mount_factory, name
     _, made = files
     _, expected, _, refs = made[name]
     mount = mount_factory(refs, tag="refs-json")
-    _assert_variables(mount, expected)
+    _assert_variables(mount, expected, name)
 
 
-def test_references_as_parquet_and_through_reference_urls(files, mount_factory):
+@pytest.mark.parametrize("name", ["data.nc", "data.h5"])
+def test_references_as_parquet_and_through_reference_urls(files, mount_factory, name):
     df = pytest.importorskip("kerchunk.df")
     pytest.importorskip("fastparquet")
     base, made = files
-    _, expected, refs, json_refs = made["data.nc"]
-    parquet = str(base / "refs.parq")
+    _, expected, refs, json_refs = made[name]
+    parquet = str(base / f"{name.replace('.', '_')}.parq")
     df.refs_to_dataframe(refs, parquet)
     mount = mount_factory(parquet, tag="refs-parq")
-    _assert_variables(mount, expected)
+    _assert_variables(mount, expected, name)
     options = [f"so.fo={json_refs}", "so.remote_protocol=file"]
     mount = mount_factory("reference://", options, tag="refs-url")
-    _assert_variables(mount, expected)
-    assert "K" in json.loads(os.getxattr(mount.p("temp"), "user.zarr.attributes"))["units"]
+    _assert_variables(mount, expected, name)
 
 
 @pytest.mark.parametrize("name", ["data.nc", "data.h5"])
@@ -123,7 +132,7 @@ def test_archival_files_mount_directly(files, mount_factory, name):
     _, made = files
     path, expected, _, _ = made[name]
     mount = mount_factory(path, tag="archival")
-    _assert_variables(mount, expected)
+    _assert_variables(mount, expected, name)
 
 
 def test_a_netcdf3_file_mounts_directly(tmp_path, mount_factory):

@@ -75,6 +75,9 @@ class ReferencesStore(Store):
         self.url = public_url(fo)
         self.deadline_s = deadline_s
         own = {k: v for k, v in options.items() if k in _OWN and k != "fo"}
+        # targets are read by our own filesystems (_target): fsspec need not guess their
+        # protocol, for which it reads every reference (and trips on parquet sets' groups)
+        own.setdefault("remote_protocol", "file")
         self._target_options = dict(own.get("remote_options") or {})
         home = posixpath.dirname(fo.rstrip("/"))  # where the set (a file, a directory) is
         self.prefixes = [as_url(p) for p in (*prefixes, home or ".")]
@@ -164,13 +167,14 @@ class ReferencesStore(Store):
         raise StoreError(f"{key}: {self.read_only_reason}")
 
     def origins(self, prefix: str) -> list[str]:
-        """The files the references below ``prefix`` point into."""
-        start = "/".join(key_parts(prefix))
-        with self._lock:
-            refs = self.refs.references
-            keys = [k for k in refs if k.startswith(f"{start}/" if start else "")]
-            found = {as_url(ref[0]) for k in keys if isinstance(ref := refs[k], list)}
-        return sorted(public_url(url) for url in found)
+        """The files the references directly below ``prefix`` point into."""
+        try:
+            with self._lock:
+                names = self.refs.ls("/".join(key_parts(prefix)), detail=False)
+        except (FileNotFoundError, KeyError):  # nothing there, or a set fsspec cannot list
+            return []
+        refs = (self._reference(name.rstrip("/")) for name in names)
+        return sorted({public_url(as_url(ref[0])) for ref in refs if isinstance(ref, list)})
 
     def list_dir(self, prefix: str) -> list[str]:
         self.list_calls += 1
