@@ -56,3 +56,34 @@ def test_setup_waits_for_the_package_managers_lock_then_succeeds(tmp_path):
     assert "waiting for the package manager's lock, held by" in done.stderr, done.stderr
     for h in holders:
         assert f"{h.pid} (python" in done.stderr, done.stderr
+
+
+FIND = SETUP.parent / "find-python"
+PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
+
+
+def _find(path: str, pyenv_root: str) -> subprocess.CompletedProcess:
+    env = {"PATH": path, "PYENV_ROOT": pyenv_root, "HOME": "/nonexistent"}
+    return subprocess.run([FIND], capture_output=True, text=True, env=env, check=True)
+
+
+def test_the_venv_python_is_the_newest_at_least_3_12_on_path_or_in_pyenv(tmp_path):
+    """A python3.12 on PATH and a 3.13 in pyenv: the 3.13; with neither, python3 and a
+    line saying what is missing."""
+    older = sorted(PYENV.glob("3.12*/bin/python3.12"))
+    newer = sorted(PYENV.glob("3.13*/bin/python3"))
+    if not older or not newer:
+        pytest.skip("needs pyenv's Python 3.12 and 3.13")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3.12").symlink_to(older[-1])
+    pyenv = tmp_path / "pyenv" / "versions" / "3.13.0" / "bin"
+    pyenv.mkdir(parents=True)
+    (pyenv / "python3").symlink_to(newer[-1])
+    found = _find(f"{bin_dir}:/usr/bin:/bin", str(tmp_path / "pyenv"))
+    assert found.stdout.strip() == str(pyenv / "python3") and not found.stderr
+    alone = _find(f"{bin_dir}:/usr/bin:/bin", "/nonexistent")
+    assert alone.stdout.strip() == str(bin_dir / "python3.12")
+    none = _find("/usr/bin:/bin", "/nonexistent")
+    assert none.stdout.strip() == "/usr/bin/python3"
+    assert "no Python >= 3.12" in none.stderr
