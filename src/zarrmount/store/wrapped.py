@@ -84,6 +84,9 @@ class Wrapped(Store):
     def forget_listings(self) -> None:
         self.inner.forget_listings()
 
+    def release_if_idle(self, idle_s: float) -> bool:
+        return self.inner.release_if_idle(idle_s)
+
     def changed_by_others(self) -> set[str] | None:
         return self.inner.changed_by_others()
 
