@@ -13,11 +13,20 @@ import trio
 KEEP_DECODERS_S = 4.0
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (a container's or taskset's share, not the
+    machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 2
+
+
 class Decoders:
-    """A limiter of decoding worker threads (one per core, at least two)."""
+    """A limiter of decoding worker threads (one per usable core, at least two)."""
 
     def __init__(self, threads: int | None = None) -> None:
-        self.limiter = trio.CapacityLimiter(threads or max(2, os.cpu_count() or 2))
+        self.limiter = trio.CapacityLimiter(threads or max(2, usable_cores()))
         self.decode_ns = 0  # time chunks took to decode, in any thread (statistics)
 
     @contextlib.contextmanager
