@@ -94,7 +94,11 @@ async def _apply(journal: Journal, segment: Path, writers: _Writers) -> tuple[in
         kept = journal.set_aside(segment)
         log.error("journal %s: larger than any segment, refused whole (kept as %s)", segment, kept)
         return 0, 1
-    content = segment.read_bytes()
+    content = journal.entries_of(segment, segment.read_bytes())
+    if content is None:
+        kept = journal.set_aside(segment)
+        log.error("journal %s: a damaged segment header, refused whole (kept as %s)", segment, kept)
+        return 0, 1
     refused: list[Refused] = []
     applied = 0
     for item in scan(content):

@@ -91,10 +91,12 @@ def test_the_default_journal_is_in_the_cache_directory_and_goes_at_unmount(tmp_p
 def _damage(segment: str) -> None:
     """Flip a byte inside the second entry's data and cut the last entry short."""
     from zarrmount.journal import Entry, scan  # where the entries are, not what they hold
+    from zarrmount.journal.records import SEGMENT
 
     with open(segment, "rb") as f:
         content = f.read()
-    spans = [(e.start, e.end) for e in scan(content) if isinstance(e, Entry)]
+    found = scan(content[SEGMENT.size :])  # after the (new) segment's header
+    spans = [(SEGMENT.size + e.start, SEGMENT.size + e.end) for e in found if isinstance(e, Entry)]
     damaged = bytearray(content)
     damaged[spans[1][1] - 1] ^= 0x40
     with open(segment, "wb") as f:

@@ -92,11 +92,11 @@ def test_segments_seal_at_their_size_and_go_once_discarded(tmp_path):
     assert journal.entries == 5 and journal.written == 2500
     journal.discard(list(journal.sealed))
     left = sorted(p.name for p in journal.directory.iterdir())
-    assert left == ["00000003.zj", "store"]
+    assert left == ["00000003.zj", "spare-1", "spare-2", "store"]  # emptied, to write again
     journal.close(stored=False)
     again = Journal.open(tmp_path, "/some/store.zarr")
-    assert [p.name for p in again.pending] == ["00000003.zj"]
-    got, refused = _found(again.pending[0].read_bytes())
+    assert [p.name for p in again.pending] == ["00000003.zj"]  # spares are never replayed
+    got, refused = _found(_entries(again, again.pending[0]))
     assert [off for _, off, _ in got] == [2000] and not refused
     again.append("a/b", "<f4[3]", 0, b"y")
     assert [p.name for p in again.directory.glob("*.zj")] == ["00000003.zj", "00000004.zj"]
@@ -118,20 +118,74 @@ def test_one_mount_at_a_time_uses_a_journal(tmp_path):
 def test_a_failed_append_leaves_no_part_of_its_entry(tmp_path, monkeypatch):
     journal = Journal.open(tmp_path, "/store")
     journal.append("a", "<f4[3]", 0, b"kept")
-    real = os.writev
+    real = os.pwritev
 
-    def short(fd, parts):
-        real(fd, [parts[0][:7]])  # a disk that filled up mid-entry
+    def short(fd, parts, offset):
+        real(fd, [parts[0][:7]], offset)  # a disk that filled up mid-entry
         return 7
 
-    monkeypatch.setattr(os, "writev", short)
+    monkeypatch.setattr(os, "pwritev", short)
     with pytest.raises(OSError) as e:
         journal.append("a", "<f4[3]", 4, b"lost")
     assert e.value.errno == errno.ENOSPC
-    monkeypatch.setattr(os, "writev", real)
+    monkeypatch.setattr(os, "pwritev", real)
     journal.close(stored=False)
-    (segment,) = Journal.open(tmp_path, "/store").pending
-    assert _found(segment.read_bytes()) == ([("a", 0, b"kept")], [])
+    again = Journal.open(tmp_path, "/store")
+    (segment,) = again.pending
+    assert _found(_entries(again, segment)) == ([("a", 0, b"kept")], [])
+
+
+def _entries(journal: Journal, segment) -> bytes:
+    found = journal.entries_of(segment, segment.read_bytes())
+    assert found is not None
+    return bytes(found)
+
+
+def test_an_emptied_segment_written_again_shows_only_its_new_entries(tmp_path):
+    """A spare's file still holds its earlier entries past the new ones: never replayed,
+    nor is a spare whose renewal a kill cut short."""
+    journal = Journal.open(tmp_path, "/store", segment_bytes=1 << 20)
+    for i in range(20):
+        journal.append("old", "<f4[3]", i, b"o" * 1000)
+    journal.seal()
+    journal.discard(list(journal.sealed))
+    (spare,) = journal._spares
+    size = spare.stat().st_size
+    journal.append("new", "<f4[3]", 7, b"n" * 10)
+    (segment,) = journal.directory.glob("*.zj")
+    assert segment.stat().st_size == size  # the same file, written again from its start
+    journal.close(stored=False)
+    again = Journal.open(tmp_path, "/store")
+    assert again.pending == [segment]
+    assert _found(_entries(again, segment)) == ([("new", 7, b"n" * 10)], [])
+    again.close(stored=True)
+    assert not again.directory.exists()
+
+
+def test_a_segment_of_the_first_format_is_entries_throughout(tmp_path):
+    """A journal an earlier daemon left, before segments had headers, is replayed whole."""
+    journal = Journal.open(tmp_path, "/store")
+    old = journal.directory / "00000001.zj"
+    old.write_bytes(b"".join(_frames([("a", b"old", 3)])))
+    journal.close(stored=False)
+    again = Journal.open(tmp_path, "/store")
+    assert again.pending == [old]
+    assert _found(_entries(again, old)) == ([("a", 3, b"old")], [])
+    again.close(stored=True)
+
+
+def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
+    journal = Journal.open(tmp_path, "/store")
+    journal.append("a", "<f4[3]", 0, b"abc")
+    journal.seal()
+    (segment,) = journal.sealed
+    content = bytearray(segment.read_bytes())
+    content[10] ^= 1  # inside the header's count of entry bytes
+    segment.write_bytes(bytes(content))
+    assert journal.entries_of(segment, bytes(content)) is None
+    assert trio.run(recovery._apply, journal, segment, None) == (0, 1)
+    assert (journal.directory / f"refused-{segment.name}").exists()
+    journal.close(stored=True)
 
 
 def test_refused_bytes_are_kept_beside_the_segment(tmp_path):

@@ -18,6 +18,11 @@ from google_crc32c import extend, value
 
 MAGIC = b"ZMJ1"
 HEADER = struct.Struct("<4sIII")  # magic, payload length, payload crc, header crc
+# A segment begins with its own header: the bytes of entries that follow are its own, and
+# what lies past them is an earlier use of the file (segments are written again once
+# emptied: overwriting a file's cached pages costs a sixth of appending new ones).
+SEGMENT_MAGIC = b"ZMS1"
+SEGMENT = struct.Struct("<4sQQI")  # magic, segment number, bytes of entries, crc
 FIXED = struct.Struct("<QHH")  # offset, path length, identity length
 MAX_PAYLOAD = (64 << 20) + FIXED.size + 2 * 0xFFFF  # no write is longer than 64 MiB
 
@@ -51,7 +56,7 @@ def _crc(data: bytes | memoryview, crc: int = 0) -> int:
 
 
 def frame(path: str, ident: str, offset: int, data: bytes | memoryview) -> list[bytes]:
-    """The parts of one entry, to be written in order (``os.writev``): bytes are not
+    """The parts of one entry, to be written in order (``os.pwritev``): bytes are not
     copied."""
     name, what = path.encode(), ident.encode()
     head = FIXED.pack(offset, len(name), len(what)) + name + what
@@ -60,6 +65,27 @@ def frame(path: str, ident: str, offset: int, data: bytes | memoryview) -> list[
         raise ValueError(f"a journal entry of {length} bytes is too long")
     header = struct.pack("<4sII", MAGIC, length, _crc(data, value(head)))
     return [header + struct.pack("<I", value(header)), head, data]
+
+
+def segment_header(number: int, entries: int) -> bytes:
+    """The header of segment ``number`` holding ``entries`` bytes of entries after it."""
+    head = SEGMENT.pack(SEGMENT_MAGIC, number, entries, 0)[:-4]
+    return head + struct.pack("<I", value(head))
+
+
+def segment_entries(content: bytes, number: int) -> memoryview | None:
+    """The bytes of a segment's entries: as many as its header says (fewer if the file was
+    cut); a segment without a header (written before headers) is entries throughout.
+    None: a damaged header, or one of another segment."""
+    view = memoryview(content)
+    if not content.startswith(SEGMENT_MAGIC):
+        return view
+    if len(content) < SEGMENT.size:
+        return None
+    _magic, found, entries, crc = SEGMENT.unpack_from(content)
+    if value(content[: SEGMENT.size - 4]) != crc or found != number:
+        return None
+    return view[SEGMENT.size : SEGMENT.size + entries]
 
 
 def _payload(view: memoryview, start: int, end: int) -> Entry | None:

@@ -2,12 +2,17 @@
 
 The journal of a store is a directory of its own under the journal root (named for the
 store's URL, mode 0700: it holds written data), locked by the mount using it. Entries go to
-numbered segments; a full segment is *sealed* and deleted once every chunk dirty when it
+numbered segments; a full segment is *sealed* and emptied once every chunk dirty when it
 was sealed has been stored (a checkpoint). Segments found when a mount starts are what a
 killed daemon left: the mount applies them before it serves (``zarrmount/recovery.py``).
 
-An entry is written to the kernel (``writev``) before the write returns: it survives the
-daemon's death (SIGKILL, the OOM killer), not a power cut, which is what ``fsync`` is for.
+An entry is written to the kernel (``pwritev``, then the segment header's count of entry
+bytes) before the write returns: it survives the daemon's death (SIGKILL, the OOM killer),
+not a power cut, which is what ``fsync`` is for. An emptied segment's file is kept (at most
+SPARES) and written again from its start by a later segment: overwriting cached pages
+costs the kernel a sixth of what appending new ones does (0.06 against 0.2-0.4 CPU
+seconds per GB here). Its header is renewed before it takes its new name, so what an
+earlier use left past the header's count is never read as entries.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from zarrmount.journal.records import HEADER, MAX_PAYLOAD, Refused, frame
+from zarrmount.journal.records import (
+    HEADER,
+    MAX_PAYLOAD,
+    SEGMENT,
+    Refused,
+    frame,
+    segment_entries,
+    segment_header,
+)
 from zarrmount.paths import cache_home
 
 log = logging.getLogger(__name__)
@@ -28,6 +41,8 @@ log = logging.getLogger(__name__)
 SEGMENT_BYTES = 64 << 20  # a segment this full is sealed, and a checkpoint asked for
 SUFFIX = ".zj"
 REFUSED_PREFIX = "refused-"
+SPARE_PREFIX = "spare-"  # emptied segments waiting to be written again (never replayed)
+SPARES = 2
 STORE_FILE = "store"  # names the store, for people looking into the root
 
 
@@ -77,9 +92,11 @@ class Journal:
         self.pending: list[Path] = found  # left by an earlier mount: to replay first
         self.sealed: list[Path] = []  # full: deleted once their data is stored
         self._next = (_number(found[-1]) + 1) if found else 1
+        self._spares = sorted(directory.glob(SPARE_PREFIX + "*"))
         self._fd: int | None = None
         self._active: Path | None = None
-        self.active_bytes = 0
+        self._number = 0  # of the active segment
+        self.active_bytes = 0  # of entries in it
         self.replaying = False  # entries being replayed are in the journal already
         self.on_full: Callable[[], None] = lambda: None
         self.entries = 0
@@ -109,24 +126,35 @@ class Journal:
         if self.replaying:
             return
         if self._fd is None:
-            self._active = self.directory / f"{self._next:08d}{SUFFIX}"
-            self._fd = os.open(self._active, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            self._next += 1
+            self._begin()
         parts = frame(path, ident, offset, data)
         want = sum(len(p) for p in parts)
-        try:
-            done = os.writev(self._fd, parts)
-            if done != want:
-                raise OSError(errno.ENOSPC, f"short journal write ({done} of {want} bytes)")
-        except OSError:
-            os.ftruncate(self._fd, self.active_bytes)  # no torn entry stays behind
-            raise
+        done = os.pwritev(self._fd, parts, SEGMENT.size + self.active_bytes)
+        if done != want:  # the header still counts the entries before it: none of it is read
+            raise OSError(errno.ENOSPC, f"short journal write ({done} of {want} bytes)")
+        os.pwrite(self._fd, segment_header(self._number, self.active_bytes + want), 0)
         self.active_bytes += want
         self.entries += 1
         self.written += len(data)
         if self.active_bytes >= self.segment_bytes:
             self.seal()
             self.on_full()
+
+    def _begin(self) -> None:
+        """The next segment: a spare renewed (its header first, then its name), or a new
+        file."""
+        number, self._next = self._next, self._next + 1
+        path = self.directory / f"{number:08d}{SUFFIX}"
+        header = segment_header(number, 0)
+        if self._spares:
+            spare = self._spares.pop()
+            fd = os.open(spare, os.O_WRONLY)
+            os.pwrite(fd, header, 0)
+            os.rename(spare, path)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.pwrite(fd, header, 0)
+        self._fd, self._active, self._number = fd, path, number
 
     def seal(self) -> None:
         """Start a new segment with the next write; the active one waits for a checkpoint."""
@@ -137,14 +165,24 @@ class Journal:
         self._fd, self._active, self.active_bytes = None, None, 0
 
     def discard(self, segments: list[Path]) -> None:
-        """Delete ``segments``: what they hold is stored."""
+        """Empty ``segments``, what they hold being stored: kept as spares (SPARES at
+        most), the others deleted."""
         for segment in segments:
-            segment.unlink(missing_ok=True)
+            if len(self._spares) < SPARES and segment.exists():
+                spare = self.directory / f"{SPARE_PREFIX}{_number(segment)}"
+                segment.rename(spare)
+                self._spares.append(spare)
+            else:
+                segment.unlink(missing_ok=True)
         gone = set(segments)
         self.sealed = [s for s in self.sealed if s not in gone]
         self.pending = [s for s in self.pending if s not in gone]
 
-    def refuse(self, segment: Path, content: bytes, spans: list[Refused]) -> Path:
+    def entries_of(self, segment: Path, content: bytes) -> memoryview | None:
+        """The bytes of ``segment``'s entries in its ``content`` (None: a damaged header)."""
+        return segment_entries(content, _number(segment))
+
+    def refuse(self, segment: Path, content: bytes | memoryview, spans: list[Refused]) -> Path:
         """Keep the refused bytes of ``segment`` beside it, for a person to look at."""
         kept = self.directory / f"{REFUSED_PREFIX}{segment.name}"
         with open(kept, "ab") as f:
@@ -154,8 +192,8 @@ class Journal:
 
     @property
     def largest(self) -> int:
-        """The most bytes a segment of ours holds: full, and one more entry."""
-        return self.segment_bytes + HEADER.size + MAX_PAYLOAD
+        """The most bytes a segment of ours holds: its header, full, and one more entry."""
+        return SEGMENT.size + self.segment_bytes + HEADER.size + MAX_PAYLOAD
 
     def set_aside(self, segment: Path) -> Path:
         """Keep ``segment`` as refused, whole: it is no segment of ours."""
@@ -168,7 +206,9 @@ class Journal:
         directory, unless refused entries are kept in it)."""
         self.seal()
         if stored:
-            self.discard(self.pending + self.sealed)
+            for segment in self.pending + self.sealed + self._spares:
+                segment.unlink(missing_ok=True)
+            self.pending, self.sealed, self._spares = [], [], []
             rest = {p.name for p in self.directory.iterdir()} - {STORE_FILE}
             if not rest:
                 (self.directory / STORE_FILE).unlink(missing_ok=True)
