@@ -125,7 +125,10 @@ class ChunkSource:
         """Our own write of ``unit`` (``raw``, None: deleted) is in the store: the listing's
         entry follows, and the bytes go to the disk cache too (write-through), under a
         validator of our own, so a reread after eviction fetches nothing. A later listing
-        (a remount) finds the store's validator instead: those entries are fetched again."""
+        (a remount) finds the store's validator instead: those entries are fetched again.
+        A first listing under way (begun when the file was opened) is waited for: this
+        write then overrides what it found."""
+        await self.revalidate()
         units = self.validity.units
         if units is None:  # never listed: the disk cache is not used for this array
             return
