@@ -240,7 +240,9 @@ def test_virtual_chunks_are_read_from_authorized_prefixes_only(tmp_path, mount_f
     config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(container, store))
     path = str(tmp_path / "repo")
     repo = icechunk.Repository.create(
-        icechunk.local_filesystem_storage(path), config, {container: None}
+        icechunk.local_filesystem_storage(path),
+        config,
+        {container: icechunk.credentials.LocalFileSystemAccess},
     )
     session = repo.writable_session("main")
     zarr.create_array(session.store, name="mask", shape=(6, 8), dtype="<i2", compressors=None)

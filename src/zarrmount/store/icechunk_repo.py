@@ -207,13 +207,28 @@ def open_repository(
 ) -> icechunk.Repository:
     """The repository; its virtual chunks may be read from ``prefixes`` only (with the
     credentials of the environment), a chunk anywhere else fails its read."""
-    access = {_container(p): None for p in prefixes}
+    access = {_container(p): _access(_container(p)) for p in prefixes}
     try:
         return icechunk.Repository.open(
             storage(url, options), authorize_virtual_chunk_access=access or None
         )
     except icechunk.IcechunkError as e:
         raise StoreError(one_line(e)) from None
+
+
+def _access(container: str) -> Any:
+    """The credentials a container's chunks are read with: none for local files and HTTP,
+    the environment's for object stores (never a command line's)."""
+    scheme = container.partition("://")[0]
+    if scheme == "file":
+        return icechunk.credentials.LocalFileSystemAccess
+    if scheme in ("http", "https"):
+        return icechunk.credentials.HttpAccess
+    if scheme in ("s3", "s3a"):
+        return icechunk.s3_from_env_credentials()
+    if scheme in ("gs", "gcs"):
+        return icechunk.gcs_from_env_credentials()
+    return icechunk.azure_from_env_credentials()
 
 
 def _container(prefix: str) -> str:
