@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from zarrmount.store.retry import with_retries
 from zarrmount.store.versions import History
 
 T = TypeVar("T")
@@ -85,6 +86,14 @@ class Store(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
+
+    def retrying(self, attempt: Callable[[float], T], what: str, deadline_s: float) -> T:
+        """``attempt`` tried by the one policy (``retry.py``) until it succeeds, fails for
+        good or ``deadline_s`` has passed; each new try counted in ``retries``."""
+        return with_retries(attempt, what, deadline_s, self._count_retry)
+
+    def _count_retry(self) -> None:
+        self.retries += 1
 
     @property
     def identity(self) -> str:

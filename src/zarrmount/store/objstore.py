@@ -23,7 +23,6 @@ from obstore.exceptions import BaseError, GenericError, NotFoundError
 from obstore.store import from_url
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
-from zarrmount.store.retry import with_retries
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +103,9 @@ class ObstoreStore(Store):
                 raise Failure(e) from None
 
         try:
-            return with_retries(attempt, what, deadline, self._retried)
+            return self.retrying(attempt, what, deadline)
         except Exception as e:
             raise StoreError(f"{what}: {e}") from e
-
-    def _retried(self) -> None:
-        self.retries += 1
 
     @staticmethod
     def _key(key: str) -> str:

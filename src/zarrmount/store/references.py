@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 import fsspec
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
-from zarrmount.store.retry import with_retries
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +122,7 @@ class ReferencesStore(Store):
             return fs.cat_file(path, start=offset + start, end=end)
 
         try:
-            data = with_retries(attempt, key, self.deadline_s, self._retried)
+            data = self.retrying(attempt, key, self.deadline_s)
         except FileNotFoundError:
             raise StoreError(f"{key}: its target {public_url(url)} is missing") from None
         except Exception as e:
@@ -145,9 +144,6 @@ class ReferencesStore(Store):
                 data = base64.b64decode(data[7:])
             return data[start : None if length is None else start + length]
         return self._read(key, ref, start, length)
-
-    def _retried(self) -> None:
-        self.retries += 1
 
     def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
         return self._value(key, 0, None)

@@ -12,7 +12,6 @@ from fsspec.exceptions import FSTimeoutError
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
 from zarrmount.store.lease import WriterLease, take_lease
-from zarrmount.store.retry import with_retries
 
 _MISSING = (FileNotFoundError, KeyError, IsADirectoryError)
 
@@ -80,7 +79,7 @@ class FsspecStore(Store):
                 )
 
         try:
-            return with_retries(attempt, what, deadline, self._retried)
+            return self.retrying(attempt, what, deadline)
         except _MISSING:
             return None
         except FSTimeoutError:
@@ -119,9 +118,6 @@ class FsspecStore(Store):
 
     def root_exists(self) -> bool:
         return bool(self._call("/", "exists", self._path("")))
-
-    def _retried(self) -> None:
-        self.retries += 1
 
     def forget_listings(self) -> None:
         self.fs.invalidate_cache()  # fsspec keeps directory listings

@@ -22,7 +22,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer
 
 from zarrmount.store.base import Store, StoreError, key_parts, public_url
-from zarrmount.store.retry import Permanent, with_retries
+from zarrmount.store.retry import Permanent
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,14 +82,11 @@ class ZarrPythonStore(Store):
                 raise Permanent(f"{type(e).__name__}: {_first_line(e)}") from None
 
         try:
-            return with_retries(attempt, what, deadline, self._retried)
+            return self.retrying(attempt, what, deadline)
         except Permanent as e:
             raise StoreError(f"{what}: {e}") from None
         except Exception as e:
             raise StoreError(f"{what}: {type(e).__name__}: {_first_line(e)}") from e
-
-    def _retried(self) -> None:
-        self.retries += 1
 
     @staticmethod
     def _key(key: str) -> str:
