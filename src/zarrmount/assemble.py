@@ -182,16 +182,7 @@ def assemble(
     cache = ChunkCache(cache_size, recycle=pool.give)
     revalidation = Revalidation(ttl, store, cache)
     mount = Mount(store, cache, pool, Decoders(), Background(), revalidation, options, journal)
-    mount.arrays = Arrays(
-        mount,
-        read_only=options.read_only,
-        write_empty_chunks=options.write_empty_chunks,
-        dirty_limit=cache_size // 2,
-        root_pipeline=root_pipeline,
-        byteorder=options.byteorder,
-        text_max=options.text_max,
-        journal=journal,
-    )
+    mount.arrays = _arrays(mount, options, root_pipeline, options.read_only, journal)
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
     table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
@@ -214,12 +205,24 @@ def _engines(
     shared = Shared(
         shown, mount.cache, mount.pool, mount.decoders, mount.background, revalidation, space=space
     )
-    arrays = Arrays(
+    return shown, _arrays(shared, options, pipeline, True)
+
+
+def _arrays(
+    shared: Shared,
+    options: MountOptions,
+    root_pipeline: Pipeline | None,
+    read_only: bool,
+    journal: Journal | None = None,
+) -> Arrays:
+    """The array engines over ``shared``, as the options set them."""
+    return Arrays(
         shared,
-        read_only=True,
+        read_only=read_only,
+        write_empty_chunks=options.write_empty_chunks,
         dirty_limit=options.cache_size // 2,
-        root_pipeline=pipeline,
+        root_pipeline=root_pipeline,
         byteorder=options.byteorder,
         text_max=options.text_max,
+        journal=journal,
     )
-    return shown, arrays

@@ -71,9 +71,10 @@ class StoreVersions:
         self.engines = engines
         self._index: Index | None = None
         self._read_at = 0.0
-        self._views: dict[str, View] = {}
+        self._views: dict[str, View | None] = {}
         self._stores: dict[str, Store] = {}  # of the views, to let go of when idle
-        self._lock = trio.Lock()
+        self._lock = trio.Lock()  # the history, read once at a time
+        self._opening = trio.Lock()  # a version, opened once however many ask at once
 
     async def index(self) -> Index:
         async with self._lock:
@@ -91,20 +92,20 @@ class StoreVersions:
             assert self._index is not None
             return self._index
 
-    async def view(self, snapshot_id: str) -> View:
-        found = self._views.get(snapshot_id)
-        if found is None:
-            found = self._views[snapshot_id] = await self._view(snapshot_id)
-        return found
+    async def view(self, snapshot_id: str) -> View | None:
+        async with self._opening:
+            if snapshot_id not in self._views:
+                self._views[snapshot_id] = await self._view(snapshot_id)
+            return self._views[snapshot_id]
 
-    async def _view(self, snapshot_id: str) -> View:
+    async def _view(self, snapshot_id: str) -> View | None:
         try:
             at, opened = await self.store.run(_open, snapshot_id)
         except (StoreError, SourceError) as e:
             log.error("snapshot %s: %s", snapshot_id, e)
             raise FsError(errno.EIO, str(e)) from e
         if opened is None:
-            return View(None, None, None)
+            return None
         dialect, root, pipeline = opened
         self._stores[snapshot_id] = at
         store, arrays = self.engines(at, pipeline, f"@{snapshot_id}/")

@@ -174,11 +174,17 @@ def test_a_segment_of_the_first_format_is_entries_throughout(tmp_path):
     again.close(stored=True)
 
 
-def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
+def _one_sealed(tmp_path):
+    """A journal with one sealed segment holding one entry, and that segment."""
     journal = Journal.open(tmp_path, "/store")
     journal.append("a", "<f4[3]", 0, b"abc")
     journal.seal()
     (segment,) = journal.sealed
+    return journal, segment
+
+
+def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
+    journal, segment = _one_sealed(tmp_path)
     content = bytearray(segment.read_bytes())
     content[10] ^= 1  # inside the header's count of entry bytes
     segment.write_bytes(bytes(content))
@@ -189,10 +195,7 @@ def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
 
 
 def test_refused_bytes_are_kept_beside_the_segment(tmp_path):
-    journal = Journal.open(tmp_path, "/store")
-    journal.append("a", "<f4[3]", 0, b"abc")
-    journal.seal()
-    (segment,) = journal.sealed
+    journal, segment = _one_sealed(tmp_path)
     content = segment.read_bytes() + b"torn"
     kept = journal.refuse(segment, content, [Refused(len(content) - 4, len(content), "cut")])
     assert kept.read_bytes() == b"torn"

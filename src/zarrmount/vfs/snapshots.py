@@ -44,11 +44,11 @@ class Index:
 
 @dataclass
 class View:
-    """A version's hierarchy, ready to list; ``root`` None: the snapshot holds nothing."""
+    """A version's hierarchy, ready to list."""
 
-    tree: Tree | None
-    arrays: Arrays | None
-    root: GroupNode | ArrayNode | None
+    tree: Tree
+    arrays: Arrays
+    root: GroupNode | ArrayNode
 
 
 class Versions(Protocol):
@@ -57,8 +57,8 @@ class Versions(Protocol):
     async def index(self) -> Index:
         """Branches, tags and snapshots, read again once older than the mount's TTL."""
 
-    async def view(self, snapshot_id: str) -> View:
-        """The hierarchy at ``snapshot_id``, opened once."""
+    async def view(self, snapshot_id: str) -> View | None:
+        """The hierarchy at ``snapshot_id``, opened once; None where it holds nothing."""
 
 
 class _Folder(Node):
@@ -152,7 +152,7 @@ class VersionRoot(Directory):
 
     async def _open(self) -> None:
         view = await self.versions.view(self.version.snapshot_id)
-        if view.root is None or view.tree is None or view.arrays is None:
+        if view is None:  # a snapshot holding nothing (a repository's first)
             self.listing, self.listed_at = Listing(), time.monotonic()
             return
         self.table = self.table.view(view.tree, view.arrays)
