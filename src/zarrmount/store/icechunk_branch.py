@@ -17,8 +17,9 @@ from collections.abc import Iterable
 import icechunk
 
 from zarrmount.store.base import StoreError, public_url
-from zarrmount.store.icechunk_repo import RepositoryStore, one_line
+from zarrmount.store.icechunk_repo import RepositoryStore
 from zarrmount.store.versions import Commits
+from zarrmount.store.zarr_store import one_line
 
 log = logging.getLogger(__name__)
 

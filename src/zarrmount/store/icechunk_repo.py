@@ -22,7 +22,7 @@ import icechunk
 
 from zarrmount.store.base import StoreError, public_url
 from zarrmount.store.versions import History, Snapshot
-from zarrmount.store.zarr_store import LoopThread, ZarrPythonStore
+from zarrmount.store.zarr_store import LoopThread, ZarrPythonStore, one_line
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,6 @@ _S3_ALIASES = {
 # Icechunk warns on stderr, in colour, of things a mount cannot change (that a local
 # repository is not safe for concurrent commits): errors reach us as exceptions anyway.
 icechunk.set_logs_filter("error")
-
-
-def one_line(error: Exception) -> str:
-    """Icechunk's message, first line only (the rest is a trace of its internals)."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def _s3(bucket: str, prefix: str, options: Mapping[str, Any]) -> icechunk.Storage:

@@ -79,14 +79,14 @@ class ZarrPythonStore(Store):
             try:
                 return self._loop.run(make(), max(left, 1e-3))
             except self.final as e:
-                raise Permanent(f"{type(e).__name__}: {_first_line(e)}") from None
+                raise Permanent(one_line(e)) from None
 
         try:
             return self.retrying(attempt, what, deadline)
         except Permanent as e:
             raise StoreError(f"{what}: {e}") from None
         except Exception as e:
-            raise StoreError(f"{what}: {type(e).__name__}: {_first_line(e)}") from e
+            raise StoreError(f"{what}: {one_line(e)}") from e
 
     @staticmethod
     def _key(key: str) -> str:
@@ -157,7 +157,8 @@ class ZarrPythonStore(Store):
             self._loop.close()
 
 
-def _first_line(error: Exception) -> str:
-    """The first line of an error's text (some stores append pages of their internals)."""
+def one_line(error: Exception) -> str:
+    """The error's kind and the first line of its text (some stores append pages of
+    their internals)."""
     lines = str(error).strip().splitlines()
-    return lines[0] if lines else ""
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
