@@ -94,14 +94,15 @@ class ReferencesStore(Store):
         except (KeyError, FileNotFoundError):
             return None
 
-    def _target(self, url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    def _target(self, url: str) -> fsspec.AbstractFileSystem:
+        """The filesystem of ``url``'s protocol, made once."""
         protocol = urlsplit(url).scheme or "file"
         with self._lock:
             fs = self._targets.get(protocol)
             if fs is None:
                 options = {} if protocol == "file" else self._target_options
                 fs = self._targets[protocol] = fsspec.filesystem(protocol, **options)
-        return fs, url
+        return fs
 
     def _read(self, key: str, ref: Any, start: int, length: int | None) -> bytes:
         """``length`` bytes (None: to the end) from ``start`` of the referenced value."""
@@ -116,10 +117,10 @@ class ReferencesStore(Store):
         end = None if size is None else offset + size
         if length is not None:
             end = offset + start + length if end is None else min(end, offset + start + length)
-        fs, path = self._target(url)
+        fs = self._target(url)
 
         def attempt(_left: float) -> bytes:
-            return fs.cat_file(path, start=offset + start, end=end)
+            return fs.cat_file(url, start=offset + start, end=end)
 
         try:
             data = self.retrying(attempt, key, self.deadline_s)
