@@ -64,6 +64,7 @@ class Mount(Shared):
                 "cache_used_bytes": cache.used,
                 "cache_capacity_bytes": cache.capacity,
                 "cache_entries": len(cache),
+                "cache_open_files": len(self.revalidation.files),
                 "decode_ms": self.decoders.decode_ns // 1_000_000,
             }
             | self._disk_statistics()

@@ -7,6 +7,7 @@ The work per request grows with the number of chunks touched, never with element
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -111,6 +112,51 @@ def plan_read(
             )
         offset += size
     return plan
+
+
+# A run of a copy: a contiguous span of a chunk's C-order elements (its first and its
+# count) and where its pieces go in the output (flat offset and count of each, in order).
+Run = tuple[int, int, list[tuple[int, int]]]
+
+
+def copy_runs(copy: Copy, chunks: tuple[int, ...], most: int = 1024) -> list[Run]:
+    """``copy`` as spans of a C-order chunk, each read at once into at most ``most``
+    pieces of the output: a chunk stored as it is read goes straight from its file into
+    the reply (a selection across whole rows of a chunk is one span)."""
+    if not chunks:
+        return [(0, 1, [(copy.start, 1)])]
+    csteps = [math.prod(chunks[i + 1 :]) for i in range(len(chunks))]
+    bsteps = [math.prod(copy.box[i + 1 :]) for i in range(len(chunks))]
+    last_c, last_b = copy.chunk_sel[-1], copy.box_sel[-1]
+    n = last_c.stop - last_c.start
+    # where each line (along the last axis) starts, in the chunk and in the output
+    lines_c = itertools.product(
+        *(
+            range(s.start * k, s.stop * k, k)
+            for s, k in zip(copy.chunk_sel[:-1], csteps[:-1], strict=True)
+        )
+    )
+    lines_b = itertools.product(
+        *(
+            range(s.start * k, s.stop * k, k)
+            for s, k in zip(copy.box_sel[:-1], bsteps[:-1], strict=True)
+        )
+    )
+    c0, o0 = last_c.start, copy.start + last_b.start
+    runs: list[list] = []
+    for at_c, at_b in zip(lines_c, lines_b, strict=True):
+        c, o = c0 + sum(at_c), o0 + sum(at_b)
+        if runs and runs[-1][0] + runs[-1][1] == c and len(runs[-1][2]) < most:
+            run = runs[-1]
+            run[1] += n
+            last_o, last_n = run[2][-1]
+            if last_o + last_n == o:
+                run[2][-1] = (last_o, last_n + n)
+            else:
+                run[2].append((o, n))
+        elif n:
+            runs.append([c, n, [(o, n)]])
+    return [(c, n, pieces) for c, n, pieces in runs]
 
 
 class Planner:

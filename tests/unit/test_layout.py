@@ -8,7 +8,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrmount.layout import Planner, c_order_boxes, count_touched, pieces, plan_read, product
+from zarrmount.layout import (
+    Planner,
+    c_order_boxes,
+    copy_runs,
+    count_touched,
+    pieces,
+    plan_read,
+    product,
+)
 
 
 @st.composite
@@ -36,6 +44,29 @@ def execute(plan, shape, chunks, start, stop) -> np.ndarray:
             assert c.stop - c.start == math.prod(c.box)
             out[c.start : c.stop].reshape(c.box)[c.box_sel] = chunk[c.chunk_sel]
     return out
+
+
+@given(shapes_and_ranges(), st.integers(1, 4))
+@settings(max_examples=400, deadline=None)
+def test_runs_of_a_copy_move_what_the_copy_moves(case, most):
+    """Each run read from a flat C-order chunk into its pieces does what NumPy's copy of
+    the selection does; runs are contiguous spans in chunk order, pieces at most ``most``."""
+    shape, chunks, start, stop = case
+    for copies in plan_read(shape, chunks, start, stop).values():
+        for c in copies:
+            flat = np.arange(math.prod(chunks), dtype=np.int64) + 100
+            want = np.full(c.stop, -1, dtype=np.int64)
+            want[c.start : c.stop].reshape(c.box)[c.box_sel] = flat.reshape(chunks)[c.chunk_sel]
+            got = np.full(c.stop, -1, dtype=np.int64)
+            ends = []
+            for first, count, parts in copy_runs(c, chunks, most):
+                assert 1 <= len(parts) <= most and sum(n for _, n in parts) == count
+                span = flat[first : first + count]
+                for o, n in parts:
+                    got[o : o + n], span = span[:n], span[n:]
+                ends.append((first, first + count))
+            np.testing.assert_array_equal(got, want)
+            assert ends == sorted(ends)
 
 
 @given(shapes_and_ranges())

@@ -21,8 +21,9 @@ import trio
 
 from zarrmount.array.grid import UnitGrid
 from zarrmount.array.stored_units import list_units
-from zarrmount.cache import ChunkCache
+from zarrmount.cache import ChunkCache, OpenFiles
 from zarrmount.cache.chunks import Entry
+from zarrmount.cache.open_files import OpenEntry
 from zarrmount.counters import Counters
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
@@ -91,9 +92,12 @@ class Validity:
 class Revalidation:
     """The mount's revalidation of array chunks (shared by the engines of each path)."""
 
-    def __init__(self, ttl: Ttl, store: AsyncStore, cache: ChunkCache) -> None:
+    def __init__(
+        self, ttl: Ttl, store: AsyncStore, cache: ChunkCache, files: OpenFiles | None = None
+    ) -> None:
         self.ttl = ttl
         self.store, self.cache = store, cache
+        self.files = OpenFiles() if files is None else files  # chunks read straight
         self.stats = FreshnessStats()
         self._arrays: dict[str, Validity] = {}  # least recently used first
         self.budget = cache.capacity // LISTINGS_SHARE  # bytes of listings kept at most
@@ -151,7 +155,7 @@ class Revalidation:
             changed = _changed(validity.units, units)
             previous_end = validity.listed_end
             keep = _Keeper(path, grid, changed, previous_end, end)
-            dropped = self.cache.recheck(keep)
+            dropped = self.cache.recheck(keep) + self.files.recheck(keep)
             if changed is None or changed:
                 self.cache.invalidate((path, "stored"))  # the absent units it listed too
             validity.units, validity.listed_end = units, end
@@ -171,9 +175,11 @@ class Revalidation:
         paths = self.store.changed_by_others()
         if paths is not None and not paths:
             return
-        dropped = self.cache.recheck(
-            lambda key, _entry: not (isinstance(key, tuple) and (paths is None or key[0] in paths))
-        )
+
+        def keep(key: Hashable, _entry: object) -> bool:
+            return not (isinstance(key, tuple) and (paths is None or key[0] in paths))
+
+        dropped = self.cache.recheck(keep) + self.files.recheck(keep)
         self.stats.stale += dropped
         now = time.time_ns()
         for path in list(self._arrays) if paths is None else paths:
@@ -209,13 +215,15 @@ class _Keeper:
         self.stale_keys = set() if changed is None else {grid.key(unit) for unit in changed}
         self.kept = 0
 
-    def __call__(self, key: Hashable, entry: Entry) -> bool:
+    def __call__(self, key: Hashable, entry: Entry | OpenEntry) -> bool:
         if not isinstance(key, tuple) or key[0] != self.path or key[1] == "stored":
             return True
         if self.changed is None or entry.since < self.since:
             return False
         if key[1] == "index":
             fresh = key[2] not in self.stale_keys
+        elif key[1] == "file":  # an open chunk file (array/direct.py)
+            fresh = self.grid.unit(key[2]) not in self.changed
         else:
             fresh = self.grid.unit(key[1]) not in self.changed
         if fresh:

@@ -69,6 +69,12 @@ class UnitGrid:
             lo, hi = min(lo, first * isz), max(hi, (last + 1) * isz)
         return lo, hi
 
+    def row_end(self, row: int, step: int) -> int:
+        """The flat index of the first element of the last line, along the first axis, of
+        the chunks in ``row``: none of them ends before it."""
+        n, s = self.meta.chunks[0], self.meta.shape[0]
+        return (min((row + 1) * n, s) - 1) * step
+
     def chunk_end(self, coords: Coords, element_steps: list[int]) -> int:
         """The flat index (in the array's C order) of the chunk's last element."""
         meta, end = self.meta, 0

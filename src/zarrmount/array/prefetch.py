@@ -33,11 +33,12 @@ class Prefetcher:
     of this array under way: a reader faster than the store must not pile up tasks), and
     those read in part."""
 
-    def __init__(self, source: ChunkSource, background: Background) -> None:
+    def __init__(self, source: ChunkSource, background: Background, ahead: bool = True) -> None:
         most = source.cache.capacity // 4
         self.model = ReadAhead(source.meta.nbytes, most, LEAST_CHUNKS * source.meta.chunk_nbytes)
         self.pace = Pace(self.model)
         self.source, self.background = source, background
+        self.ahead = ahead  # chunks read directly (array/direct.py) have the page cache
         self._following = 0  # background loads under way
 
     @property
@@ -48,7 +49,7 @@ class Prefetcher:
         """A read of bytes ``[offset, end)``: start read-ahead if the model asks for it."""
         self.pace.consumed(end - offset, trio.current_time())
         ahead = self.model.observe(offset, end)
-        if ahead is not None:
+        if ahead is not None and self.ahead:
             isz = self.source.meta.itemsize
             self.background.start_soon(self._ahead, ahead[0] // isz, -(-ahead[1] // isz))
 
@@ -89,10 +90,15 @@ class Prefetcher:
 
     def drop_behind(self, plan: dict, last: int, steps: list[int]) -> None:
         """A streaming reader never comes back (the page cache serves rereads): give the
-        buffers of chunks it has read to the end back to the pool, while they are warm."""
-        if not self.model.sequential:
+        buffers of chunks it has read to the end back to the pool, while they are warm,
+        and close the files of those read directly."""
+        if not self.model.sequential or not steps:
             return
-        source = self.source
+        source, row, rows_end = self.source, None, 0
         for coords in plan:
-            if source.grid.chunk_end(coords, steps) < last:
+            if coords[0] != row:  # no chunk of a row of chunks ends before the row's last
+                row = coords[0]  # element along the first axis does
+                rows_end = source.grid.row_end(row, steps[0])
+            if rows_end < last and source.grid.chunk_end(coords, steps) < last:
                 source.cache.release(source.key(coords))
+                source.revalidation.files.forget(source.file_key(coords))

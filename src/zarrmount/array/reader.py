@@ -9,6 +9,7 @@ import logging
 import numpy as np
 import trio
 
+from zarrmount.array.direct import DirectReads
 from zarrmount.array.grid import WIDE, Coords
 from zarrmount.array.partial import Part, PartialReads
 from zarrmount.array.prefetch import Prefetcher
@@ -47,7 +48,8 @@ class ArrayReader:
         self.size = node.meta.nbytes
         self.source = source = ChunkSource(node, pipeline, shared)
         self.cache = shared.cache
-        self.prefetch = Prefetcher(source, shared.background)
+        self.direct = DirectReads(source)
+        self.prefetch = Prefetcher(source, shared.background, ahead=not self.direct.enabled)
         self.partial = PartialReads(source)
         self._planner = Planner(node.meta.shape, node.meta.chunks)
 
@@ -110,9 +112,10 @@ class ArrayReader:
 
     async def _serve(self, plan: dict, out: np.ndarray, last: int) -> None:
         """Copy what ``plan`` reads into ``out``, which starts where the plan does."""
-        got = await self._gather(plan)
+        rest = await self.direct.serve(plan, out) if self.direct.enabled else plan
+        got = await self._gather(rest)
         try:
-            for coords, copies in plan.items():
+            for coords, copies in rest.items():
                 src = got.found[coords]
                 for c in copies:
                     out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]

@@ -127,7 +127,9 @@ class ChunkSource:
         validator of our own, so a reread after eviction fetches nothing. A later listing
         (a remount) finds the store's validator instead: those entries are fetched again.
         A first listing under way (begun when the file was opened) is waited for: this
-        write then overrides what it found."""
+        write then overrides what it found. A file of the unit open for direct reads is
+        closed: the object is new."""
+        self.revalidation.files.forget(self.file_key(unit))
         await self.revalidate()
         units = self.validity.units
         if units is None:  # never listed: the disk cache is not used for this array
@@ -142,6 +144,10 @@ class ChunkSource:
     def key(self, coords: Coords) -> tuple:
         """The chunk's key in the cache."""
         return (self.path, coords)
+
+    def file_key(self, coords: Coords) -> tuple:
+        """The key of the chunk's open file, read directly (array/direct.py)."""
+        return (self.path, "file", coords)
 
     def known(self, coords: Coords) -> bool:
         key = self.key(coords)

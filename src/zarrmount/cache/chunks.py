@@ -45,8 +45,9 @@ class Owner(Protocol):
 
 
 class CacheStats(Counters):
-    # partial_reads: reads served from part of a chunk, decoded outside the cache
-    names = ("hits", "misses", "waits", "evictions", "load_errors", "partial_reads")
+    # partial_reads: reads served from part of a chunk, decoded outside the cache;
+    # direct_reads: chunks read from their files straight into a reply (array/direct.py)
+    names = ("hits", "misses", "waits", "evictions", "load_errors", "partial_reads", "direct_reads")
     __slots__ = names
 
 

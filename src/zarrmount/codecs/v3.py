@@ -256,6 +256,7 @@ class V3Pipeline(Pipeline):
         if isinstance(chain.to_bytes, BytesCodec) and not chain.array_codecs:
             if not chain.bytes_codecs:
                 self.decode_range = stored_range
+                self.passthrough = meta.shards is None  # a chunk's file is its bytes
             elif len(chain.bytes_codecs) == 1:
                 self.decode_range, self.decodes_from_start = part_decoder(chain.bytes_codecs[0])
 

@@ -14,6 +14,7 @@ from zarrmount.counters import Counters
 from zarrmount.store.base import Store, StoreError
 from zarrmount.store.diskcache import DiskCache, Part
 from zarrmount.store.failures import RecentFailures
+from zarrmount.store.files import LocalFile
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
 # that is back, short enough that the kernel's immediate re-send of a failed read (page
@@ -202,6 +203,16 @@ class AsyncStore:
         """Parts of a value cost less than all of it (local files; an object store
         request costs the same for any part)."""
         return self.store.reads_parts
+
+    @property
+    def opens_files(self) -> bool:
+        """Values can be read straight into the caller's buffers (local files)."""
+        return self.store.opens_files
+
+    async def with_files(self, fn: Callable[[Callable[[str], LocalFile | None]], T], limiter) -> T:
+        """``fn(open_file)`` in a worker thread under ``limiter``, where ``open_file(key)``
+        opens ``key``'s value (None when missing). Only where ``opens_files``."""
+        return await trio.to_thread.run_sync(fn, self.store.open_file, limiter=limiter)
 
     def changed_by_others(self) -> set[str] | None:
         """See Store.changed_by_others (no request: what the last commit found)."""

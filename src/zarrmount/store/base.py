@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from zarrmount.store.retry import with_retries
 from zarrmount.store.versions import History
+
+if TYPE_CHECKING:
+    from zarrmount.store.files import LocalFile
 
 T = TypeVar("T")
 
@@ -48,6 +51,7 @@ class Store(ABC):
     remote = False  # remote stores get deadlines, and callers no batched reads
     concurrency = 16  # requests at once, unless the mount's options say otherwise
     reads_parts = False  # read_ranges works, and parts of a value cost less than all of it
+    opens_files = False  # open_file works: values read straight into the caller's buffers
     # listing an array's chunk keys works (not HTTP), and in one request however deep
     # they lie (object stores: list_tree), or level by level (directories: list_validated)
     lists_chunks = True
@@ -159,6 +163,11 @@ class Store(ABC):
         """``use(size, read)`` with ``read(offset, length)`` reading parts of ``key``'s
         value, or ``None`` if the key is missing. Only stores with ``reads_parts``: for
         others (remote ones: a request each) parts of a value cost as much as all of it."""
+        raise NotImplementedError
+
+    def open_file(self, key: str) -> LocalFile | None:
+        """``key``'s value as an open file, None if the key is missing or no regular
+        file. Only stores with ``opens_files``: the caller closes it."""
         raise NotImplementedError
 
     def sync(self, keys: Iterable[str]) -> None:  # noqa: B027 - most stores need nothing

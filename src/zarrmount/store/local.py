@@ -7,10 +7,12 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterable
 
 from zarrmount.store.base import Store, StoreError, T, key_parts
+from zarrmount.store.files import LocalFile
 
 log = logging.getLogger(__name__)
 # Written values go to a temporary file beside their key, renamed into place when whole.
@@ -29,6 +31,7 @@ class LocalStore(Store):
     """
 
     reads_parts = True
+    opens_files = True
 
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
@@ -101,6 +104,19 @@ class LocalStore(Store):
             return view[:got]
 
         return self._reading(key, read)
+
+    def open_file(self, key: str) -> LocalFile | None:
+        try:
+            fd = self._open(key)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(f"{key}: {e.strerror}") from e
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        return LocalFile(fd, st.st_size, key)
 
     def read_ranges(
         self, key: str, use: Callable[[int, Callable[[int, int], bytes]], T]
