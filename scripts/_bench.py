@@ -26,7 +26,10 @@ file's. The references, measured in the same run:
 * numcodecs decoding every stored chunk on two threads into reused buffers (the decode
   ceiling; compressed bytes in memory);
 * zarr-python ``arr[:]`` with the page cache dropped;
-* a plain file of the same size read from the page cache; the store's files from disk.
+* a plain file of the same size read from the page cache; the store's files from disk;
+* the floor of a cold read's daemon CPU (issue #30, scripts/_bench_floor.py): the
+  ceiling's transport + reading every stored object once + decoding every chunk on one
+  thread, each into one reused buffer; a mount's daemon CPU may be at most 1.3x its floor.
 
 Variants alternate and rotate between repetitions (these 2-core VMs vary 20-40 % from run to
 run, see shared/notes/machine.md); targets are checked on medians, and the exit status is
@@ -66,6 +69,7 @@ from _bench_data import (
     stored_chunks,
     verify,
 )
+from _bench_floor import decode_seconds, encoded_chunks, store_read_seconds, stored_objects
 from _bench_sys import (
     READ_SIZE,
     ROOT,
@@ -98,6 +102,7 @@ TTFB_MAX_S = 0.010
 SIDECARS = "sidecars=npy+tiff"
 VIEWS = ("", ".npy", ".tif")  # the array file, then its views
 VIEW_CPU_MAX = 1.10  # a view's daemon CPU per GB over the array file's
+FLOOR_MAX = 1.3  # a cold read's daemon CPU over its floor (scripts/_bench_floor.py)
 
 
 class Run:
@@ -262,6 +267,27 @@ class Run:
         self.record("rss", "cache_mib", cache_mib)
         log(f"  peak RSS   {rss:.0f} MiB with cache_size={cache_mib}M")
 
+    def floor(self, ds: Dataset) -> None:
+        """The parts of a cold read's floor measured here (the transport is the ceiling's
+        daemon CPU): the store's objects read, then their chunks decoded, on one thread."""
+        store = ds.path(self.work, self.rows)
+        objects = stored_objects(ds, self.work, self.rows)
+        cold_start(store)
+        read = store_read_seconds(objects)
+        decode = decode_seconds(ds, encoded_chunks(ds, objects)) if ds.compressor else 0.0
+        self.record("floor:" + ds.name, "store_cpu", read)
+        self.record("floor:" + ds.name, "decode_cpu", decode)
+        log(
+            f"  {'floor:' + ds.name:<10} store reads {read:.2f} s   "
+            f"decoding {decode:.2f} s (1 thread)"
+        )
+
+    def floor_cpu(self, name: str) -> float | None:
+        """The floor of a cold read of dataset ``name``: transport + store reads + decoding."""
+        parts = [self.median(CEILING, "daemon_cpu")]
+        parts += [self.median("floor:" + name, m) for m in ("store_cpu", "decode_cpu")]
+        return None if None in parts else sum(parts)
+
     def decode_ceiling(self, ds: Dataset) -> None:
         """numcodecs decoding every stored chunk on two threads into reused buffers."""
         codec = ds.codec()
@@ -326,6 +352,8 @@ def targets(run: Run) -> list[tuple[str, float | None, str, float, bool]]:
             ratio("zstd cold / 2-thread decode", m(n, "cold"), m("decode:zstd", "cold"), ">=", 0.85)
         if n == "sharded":
             ratio("sharded cold / ceiling cold", m(n, "cold"), m(CEILING, "cold"), ">=", 0.7)
+        cpu = m(n, "daemon_cpu")
+        ratio(f"{n} cold daemon CPU / floor", cpu, run.floor_cpu(n), "<=", FLOOR_MAX)
         ratio(f"{n} warm / ceiling warm", m(n, "warm"), m(CEILING, "warm"), ">=", 0.9)
         ratio(f"{n} random p50 / ceiling p50", m(n, "p50_ratio"), 1.0, "<=", 1.5)
         if n == "lz4":
@@ -378,6 +406,14 @@ def report(run: Run) -> bool:
         x = m(v, metric)
         return f"{x:{width}{fmt}}" if x is not None else " " * (width - 1) + "-"
 
+    for d in run.datasets:
+        floor = run.floor_cpu(d.name)
+        if floor is not None:
+            store, decode = (m("floor:" + d.name, k) for k in ("store_cpu", "decode_cpu"))
+            log(
+                f"  floor of {d.name:<8} {floor:.2f} CPU-s = transport "
+                f"{m(CEILING, 'daemon_cpu'):.2f} + store reads {store:.2f} + decoding {decode:.2f}"
+            )
     for v in variants:
         log(
             f"  {v:<16} {cell(v, 'cold', 9, '.3f')} {cell(v, 'warm', 9, '.3f')} "
@@ -392,7 +428,7 @@ def report(run: Run) -> bool:
             f"{rss:.0f} MiB"
         )
     log()
-    log("targets (issue #6):")
+    log("targets (issues #6, #30):")
     ok = True
     for name, value, rel, bound, met in targets(run):
         shown = "-" if value is None else f"{value:.2f}"
@@ -439,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare(run)
         steps = [run.ceiling] + [functools.partial(run.mount, d) for d in run.datasets]
         steps += [functools.partial(run.zarr_read, d) for d in run.datasets] + [run.peak_rss]
+        steps += [functools.partial(run.floor, d) for d in run.datasets]
         steps += [functools.partial(run.views, d) for d in run.datasets if d.name == "lz4"]
         for rep in range(args.reps):
             log(f"repetition {rep + 1}/{args.reps}")

@@ -37,6 +37,14 @@ async def _open(fs, name: str = "array", flags: int = os.O_RDONLY) -> int:
     return fs.open((await fs.lookup(1, name)).ino, flags)
 
 
+async def _stream(fs, fh: int, start: int, stop: int, step: int = 512) -> bytes:
+    """Read ``[start, stop)`` as a sequential reader does: requests that follow each other
+    (from the third on, chunks not cached are read directly)."""
+    return b"".join(
+        [bytes(await fs.read(fh, off, min(step, stop - off))) for off in range(start, stop, step)]
+    )
+
+
 def _values(root: str) -> bytes:
     return np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
 
@@ -58,11 +66,17 @@ def raw_store(request, tmp_path_factory):
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-def test_reads_equal_zarr_python_and_come_from_the_files(raw_store, data):
+def test_streams_equal_zarr_python_and_come_from_the_files(raw_store, data):
+    """A sequential reader (requests that follow each other, of any sizes), then random
+    reads: the stream's chunks are read directly, every byte as zarr-python reads it."""
     expected = _values(raw_store)
-    ranges = data.draw(
-        st.lists(st.tuples(st.integers(0, len(expected)), st.integers(0, 600)), min_size=1)
-    )
+    offset = data.draw(st.integers(0, len(expected) // 2))
+    sizes = data.draw(st.lists(st.integers(1, 700), min_size=3, max_size=12))
+    ranges = []
+    for n in sizes:
+        ranges.append((offset, n))
+        offset += n
+    ranges += data.draw(st.lists(st.tuples(st.integers(0, len(expected)), st.integers(0, 600))))
     cache = data.draw(st.sampled_from(["0", "64M"]))
     mount = _mount(raw_store, f"cache_size={cache}")
 
@@ -72,10 +86,24 @@ def test_reads_equal_zarr_python_and_come_from_the_files(raw_store, data):
 
     for (off, n), got in zip(ranges, trio.run(main), strict=True):
         assert got == expected[off : off + n], (off, n)
+    assert mount.fs.stats()["cache_open_files"] <= OPEN_FILES
+
+
+def test_a_stream_reads_chunk_files_straight_into_its_replies(raw_store):
+    expected = _values(raw_store)
+    mount = _mount(raw_store)
+
+    async def main():
+        fh = await _open(mount.fs)
+        return b"".join(
+            [bytes(await mount.fs.read(fh, off, 300)) for off in range(0, len(expected), 300)]
+        )
+
+    assert trio.run(main) == expected
     stats = mount.fs.stats()
-    if any(off < len(expected) and n for off, n in ranges):
-        assert stats["cache_direct_reads"] > 0
-    assert stats["cache_partial_reads"] == 0 and stats["cache_open_files"] <= OPEN_FILES
+    assert stats["cache_direct_reads"] > 0
+    # only the chunks of the first requests (before the reader was a stream) are got: 9 of 32
+    assert stats["store_gets"] < 16
 
 
 def _replace(path: str, data: bytes) -> None:
@@ -85,92 +113,101 @@ def _replace(path: str, data: bytes) -> None:
     os.replace(path + ".new", path)
 
 
+def _rows(root: str, rows: int, value: int, dtype: str = "<i4"):
+    """An uncompressed array of ``rows`` chunks of one 4 KiB row each, all ``value``."""
+    a = zarr.create_array(root, shape=(rows, 1024), chunks=(1, 1024), dtype=dtype, compressors=None)
+    a[:] = value
+    return a
+
+
 @pytest.mark.parametrize("how", ["renamed", "in place"])
 def test_another_writers_chunk_is_read_after_the_period(tmp_path, how):
     root = str(tmp_path / "a.zarr")
-    a = zarr.create_array(root, shape=(4, 1024), chunks=(1, 1024), dtype="<i4", compressors=None)
-    a[:] = 1
+    _rows(root, 4, 1)
     mount = _mount(root)
     chunk = os.path.join(root, "c", "2", "0")
     new = np.full(1024, 9, "<i4").tobytes()
 
     async def main():
         fh = await _open(mount.fs)
-        first = bytes(await mount.fs.read(fh, 0, 4 * 4096))
+        # to the middle of chunk 2: its file stays open (a stream closes those it passed)
+        first = await _stream(mount.fs, fh, 0, 2 * 4096 + 2048)
         if how == "renamed":
             _replace(chunk, new)
         else:
             with open(chunk, "r+b") as f:
                 f.write(new)
         await trio.sleep(TTL * 2)
-        return first, bytes(await mount.fs.read(fh, 0, 4 * 4096))
+        return first, await _stream(mount.fs, fh, 0, 4 * 4096)
 
     first, second = trio.run(main)
-    assert first == np.full((4, 1024), 1, "<i4").tobytes()
+    assert first == np.full(2560, 1, "<i4").tobytes()
     assert second == _values(root)
     assert np.frombuffer(second, "<i4")[2048:3072].tolist() == [9] * 1024
+    assert mount.fs.stats()["cache_direct_reads"] > 0
 
 
 def test_our_own_writes_are_read_back_after_they_leave_the_cache(tmp_path):
     root = str(tmp_path / "w.zarr")
-    a = zarr.create_array(root, shape=(8, 256), chunks=(2, 256), dtype="u1", compressors=None)
+    a = zarr.create_array(root, shape=(4, 2048), chunks=(1, 2048), dtype="u1", compressors=None)
     a[:] = 5
     mount = _mount(root, "rw,cache_size=1K")  # nothing stays cached: reads go to the files
 
     async def main():
         fh = await _open(mount.fs, flags=os.O_RDWR)
-        assert bytes(await mount.fs.read(fh, 0, 2048)) == bytes([5]) * 2048  # files opened
-        await mount.fs.write(fh, 600, bytes([7]) * 1000)
+        # to the middle of the last chunk: the files of chunks 2 and 3 stay open
+        assert await _stream(mount.fs, fh, 0, 7000, 256) == bytes([5]) * 7000
+        await mount.fs.write(fh, 4600, bytes([7]) * 3000)
         await mount.fs.fsync(fh)
-        got = bytes(await mount.fs.read(fh, 0, 2048))
+        got = await _stream(mount.fs, fh, 0, 8192, 256)
         await mount.fs.release(fh)
         return got
 
-    want = bytearray([5]) * 2048
-    want[600:1600] = bytes([7]) * 1000
+    want = bytearray([5]) * 8192
+    want[4600:7600] = bytes([7]) * 3000
     assert trio.run(main) == want == _values(root)
+    assert mount.fs.stats()["cache_direct_reads"] > 0
 
 
 def test_a_short_chunk_file_fails_its_reads_alone(tmp_path, caplog):
     root = str(tmp_path / "s.zarr")
-    a = zarr.create_array(root, shape=(2, 1024), chunks=(1, 1024), dtype="<f4", compressors=None)
-    a[:] = 2.5
-    with open(os.path.join(root, "c", "1", "0"), "r+b") as f:
+    _rows(root, 4, 3)
+    with open(os.path.join(root, "c", "2", "0"), "r+b") as f:
         f.truncate(100)
     mount = _mount(root)
 
     async def main():
         fh = await _open(mount.fs)
-        good = bytes(await mount.fs.read(fh, 0, 4096))
+        good = await _stream(mount.fs, fh, 0, 8192)
         with pytest.raises(FsError) as failed:
-            await mount.fs.read(fh, 4096, 4096)
-        return good, failed.value.errno
+            await _stream(mount.fs, fh, 8192, 12288)
+        return good, failed.value.errno, await _stream(mount.fs, fh, 12288, 16384)
 
     with caplog.at_level(logging.ERROR):
-        good, code = trio.run(main)
-    assert good == np.full(1024, 2.5, "<f4").tobytes() and code == errno.EIO
-    assert "c/1/0" in caplog.text
+        good, code, last = trio.run(main)
+    assert good == last * 2 == np.full(2048, 3, "<i4").tobytes() and code == errno.EIO
+    assert "c/2/0" in caplog.text
+    assert mount.fs.stats()["cache_direct_reads"] > 0
 
 
 def test_a_chunk_file_leading_outside_the_root_is_refused(tmp_path):
     outside = tmp_path / "secret"
     outside.write_bytes(b"\x01" * 4096)
     root = str(tmp_path / "o.zarr")
-    a = zarr.create_array(root, shape=(2, 1024), chunks=(1, 1024), dtype="<i4", compressors=None)
-    a[:] = 0
-    a[0] = 3
-    os.makedirs(os.path.join(root, "c", "1"), exist_ok=True)  # the fill value's: not written
-    os.symlink(outside, os.path.join(root, "c", "1", "0"))
+    _rows(root, 4, 0)[:2] = 3  # rows 2 and 3 hold the fill value: not written
+    os.makedirs(os.path.join(root, "c", "2"), exist_ok=True)
+    os.symlink(outside, os.path.join(root, "c", "2", "0"))
     mount = _mount(root)
 
     async def main():
         fh = await _open(mount.fs)
+        first = await _stream(mount.fs, fh, 0, 8192)
         with pytest.raises(FsError) as failed:
-            await mount.fs.read(fh, 4096, 4096)
-        return failed.value.errno, bytes(await mount.fs.read(fh, 0, 4096))
+            await _stream(mount.fs, fh, 8192, 12288)
+        return failed.value.errno, first
 
     code, first = trio.run(main)
-    assert code == errno.EIO and first == np.full(1024, 3, "<i4").tobytes()
+    assert code == errno.EIO and first == np.full(2048, 3, "<i4").tobytes()
 
 
 def test_pages_not_in_the_page_cache_are_read_in_a_worker_thread(tmp_path):
@@ -190,11 +227,12 @@ def test_pages_not_in_the_page_cache_are_read_in_a_worker_thread(tmp_path):
 
     async def main():
         fh = await _open(mount.fs)
-        first = bytes(await mount.fs.read(fh, 0, len(expected)))  # files opened, kept
+        first = await _stream(mount.fs, fh, 0, len(expected))  # files opened, kept
         evict()
-        return first, bytes(await mount.fs.read(fh, 0, len(expected)))
+        return first, await _stream(mount.fs, fh, 0, len(expected))
 
     assert trio.run(main) == (expected, expected)
+    assert mount.fs.stats()["cache_direct_reads"] > 0
 
 
 def test_open_files_are_bounded_and_closed_when_dropped():

@@ -1,9 +1,10 @@
 """Direct reads: chunks stored as they are read (no codec, C order, whole chunks in files
-of a local store) go from their files straight into the reply, without the chunk cache.
+of a local store) go from their files straight into a sequential reader's replies, without
+the chunk cache (a random reader's chunks are kept decoded in the cache, as others are).
 
 That is one copy (the kernel's, from its page cache) where a load into the cache and a
 copy out of it make two, no chunk buffer, and no worker thread while the files' pages are
-in the page cache (``RWF_NOWAIT``): reading uncompressed chunks costs what reading the
+in the page cache (``RWF_NOWAIT``): streaming uncompressed chunks costs what reading the
 files costs. The kernel's page cache is their cache; files stay open for the next request
 (``cache/open_files.py``), and are checked as cached chunks are. Chunks cached anyway
 (written, or loaded by another path), being loaded or written back, missing, or of

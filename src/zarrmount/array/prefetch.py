@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from typing import TYPE_CHECKING
 
 import trio
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 # touching many chunks queues their decoding (as it would have done in the foreground),
 # but not without bound; a chunk skipped is read in part again, and may follow next time.
 FOLLOW_LIMIT = 64
-# The least read-ahead, in chunks (the most: a quarter of the cache); between the two it
-# follows the measured pace of the reader and of the loads (cache/prefetch.py).
+# The least read-ahead, in chunks, unless a slab is more (the most: a quarter of the
+# cache); between the two it follows the measured pace of the reader and of the loads
+# (cache/prefetch.py).
 LEAST_CHUNKS = 4
 
 
@@ -34,8 +36,12 @@ class Prefetcher:
     those read in part."""
 
     def __init__(self, source: ChunkSource, background: Background, ahead: bool = True) -> None:
+        meta = source.meta
         most = source.cache.capacity // 4
-        self.model = ReadAhead(source.meta.nbytes, most, LEAST_CHUNKS * source.meta.chunk_nbytes)
+        # a request crosses every chunk of a slab (one row of chunks along the first axis):
+        # a reader entering the next slab needs all of its chunks, so at least a slab ahead
+        slab = meta.chunks[0] * math.prod(meta.shape[1:]) * meta.itemsize if meta.shape else 0
+        self.model = ReadAhead(meta.nbytes, most, max(LEAST_CHUNKS * meta.chunk_nbytes, slab))
         self.pace = Pace(self.model)
         self.source, self.background = source, background
         self.ahead = ahead  # chunks read directly (array/direct.py) have the page cache

@@ -112,7 +112,10 @@ class ArrayReader:
 
     async def _serve(self, plan: dict, out: np.ndarray, last: int) -> None:
         """Copy what ``plan`` reads into ``out``, which starts where the plan does."""
-        rest = await self.direct.serve(plan, out) if self.direct.enabled else plan
+        # a stream's chunks are read directly, a random reader's are kept decoded (a read
+        # served from the cache depends on no page cache)
+        direct = self.direct.enabled and self.prefetch.sequential
+        rest = await self.direct.serve(plan, out) if direct else plan
         got = await self._gather(rest)
         try:
             for coords, copies in rest.items():
