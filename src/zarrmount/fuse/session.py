@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -124,6 +125,9 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
             ready.ready()
             nursery.start_soon(_tell_systemd, mount)
             await mount.warm_up()
+            # What start-up made (modules, the hierarchy) lives as long as the mount: out
+            # of the collector's way, full collections stay short however long it serves.
+            gc.freeze()
             await mount.decoders.keep_alive()
 
         nursery.start_soon(signals.handle, mount, stop)
