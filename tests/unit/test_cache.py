@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import trio
 
-from zarrmount.cache import ChunkCache
+from zarrmount.cache import BufferPool, ChunkCache, Loaded
 
 
 def run(fn, *args):
@@ -138,3 +139,20 @@ def test_cancelled_loader_lets_waiter_retry():
 
     run(main)
     assert results == ["fast"]
+
+
+def test_room_reserved_for_a_new_value_recycles_the_oldest_buffers():
+    """Before a value is made, least recently used clean entries are evicted so that their
+    buffers are in the pool for it (after it was made, they would be freed instead)."""
+    pool = BufferPool(4 * 100)
+    cache = ChunkCache(4 * 100, recycle=pool.give)
+    pool.in_use = lambda: cache.used
+    buffers = [np.zeros(100, np.uint8) for _ in range(4)]
+    for k, b in enumerate(buffers):
+        cache.put(k, Loaded(b, 100, b), since=0.0)
+    cache.entry(0)  # 0 is now the most recently used: 1 goes first
+    cache.reserve(100)
+    assert cache.used == 300 and cache.peek(1) is None and cache.peek(0) is not None
+    assert pool.take(100) is buffers[1]  # the evicted chunk's buffer, not fresh memory
+    cache.reserve(50)  # room enough already: nothing goes
+    assert len(cache) == 3

@@ -75,6 +75,16 @@ class UnitGrid:
         n, s = self.meta.chunks[0], self.meta.shape[0]
         return (min((row + 1) * n, s) - 1) * step
 
+    def unit_end(self, unit: Coords, element_steps: list[int]) -> int:
+        """The flat index of the last element of the stored unit (a chunk, or a shard:
+        its corner chunk's last element, the array's edge clipping it)."""
+        corner = tuple(u * n + n - 1 for u, n in zip(unit, self.per_unit, strict=True))
+        return self.chunk_end(corner, element_steps)
+
+    def chunks_of(self, unit: Coords) -> list[Coords]:
+        """The chunks (inner chunks of a shard) stored as ``unit``."""
+        return [unit] if self.sharding is None else [c for _, c in self.inner(unit)]
+
     def chunk_end(self, coords: Coords, element_steps: list[int]) -> int:
         """The flat index (in the array's C order) of the chunk's last element."""
         meta, end = self.meta, 0

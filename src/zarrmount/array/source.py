@@ -163,6 +163,7 @@ class ChunkSource:
         key, local = self.grid.locate(coords)
         unit = self.grid.unit(coords)
         validator = self.validity.validator(unit)  # as of the last listing, if any
+        self.cache.reserve(self.meta.chunk_nbytes)  # the chunk's buffer from an evicted one
         try:
             if local is None:
                 loaded = await self.store.get_with(

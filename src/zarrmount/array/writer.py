@@ -20,10 +20,11 @@ import trio
 
 from zarrmount.array.grid import WIDE, Coords
 from zarrmount.array.reader import ArrayReader
+from zarrmount.array.write_behind import WriteBehind
 from zarrmount.codecs.base import is_fill
 from zarrmount.errors import FsError
 from zarrmount.journal import Journal, identity
-from zarrmount.layout import Copy, count_touched, pieces, plan_read
+from zarrmount.layout import Copy, count_touched, pieces
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ class ArrayWriter(ArrayReader):
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
         self._unsynced: set[str] = set()  # store keys written since the last sync
+        self.behind = WriteBehind(self)
+        self.steps = self._planner.steps  # flat C-order index steps of each axis
 
     # -- writes ------------------------------------------------------------------
 
@@ -103,6 +106,7 @@ class ArrayWriter(ArrayReader):
                 entry = self.cache.entry(key)
                 if entry is not None and entry.mutable:
                     continue  # another writer made its copy first: use that one
+                self.cache.reserve(self.meta.chunk_nbytes)
                 buffer = source.pool.take(self.meta.chunk_nbytes)
                 chunk = buffer.view(source.raw).reshape(self.meta.chunks)
                 if old is not None:
@@ -129,15 +133,18 @@ class ArrayWriter(ArrayReader):
         src = (await whole_elements(self.read, isz, offset, data)).view(self.source.raw)
         shape, chunks = self.meta.shape, self.meta.chunks
         count = functools.partial(count_touched, shape, chunks)
+        touched = []
         for lo, hi in pieces(first, last, count, WIDE):  # bounded plans over tiny chunks
             part = src[lo - first : hi - first]
-            for coords, copies in plan_read(shape, chunks, lo, hi).items():
+            for coords, copies in self._planner.plan(lo, hi).items():
                 chunk = await self._writable(coords, copies)
                 for c in copies:
                     chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
                 self.cache.put_dirty(self.source.key(coords), chunk, chunk.nbytes, self)
+                touched.append(coords)
         self._journal(offset, data)  # applied, with no await since: in the order applied
         self.mtime_ns = time.time_ns()
+        self.behind.observe(offset, end, touched)
         return len(data)
 
     def _journal(self, offset: int, data: bytes) -> None:
@@ -155,17 +162,17 @@ class ArrayWriter(ArrayReader):
     # -- write-back --------------------------------------------------------------
 
     async def write_back_key(self, key: Hashable) -> int | None:
-        return await self._write_back(self.source.grid.unit(key[1]))
+        return await self.write_back_unit(self.source.grid.unit(key[1]))
 
     async def flush(self) -> None:
         """Store every dirty chunk; raise the first write-back error."""
         units = {self.source.grid.unit(c) for c in self._dirty_chunks()}
         if len(units) == 1:
-            await self._write_back(units.pop())
+            await self.write_back_unit(units.pop())
         elif units:
             async with trio.open_nursery() as nursery:
                 for unit in units:
-                    nursery.start_soon(self._write_back, unit)
+                    nursery.start_soon(self.write_back_unit, unit)
         if self.error is not None:
             err, self.error = self.error, None
             raise FsError(err, f"write-back of {self.path} failed")
@@ -185,7 +192,7 @@ class ArrayWriter(ArrayReader):
             raise FsError(_errno_of(e), f"fsync of {self.path} failed") from e
         self.source.revalidation.after_sync()
 
-    async def _write_back(self, unit: Coords) -> int | None:
+    async def write_back_unit(self, unit: Coords) -> int | None:
         """Store the dirty chunks of ``unit``; the errno when storing failed, else None."""
         grid = self.source.grid
         async with self.cache.write_backs:

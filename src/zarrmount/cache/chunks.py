@@ -232,9 +232,18 @@ class ChunkCache:
         self.used += entry.nbytes
         self._evict()
 
-    def _evict(self) -> None:
+    def reserve(self, nbytes: int) -> None:
+        """Room for a value of ``nbytes`` about to be made: least recently used clean
+        entries go first, so their buffers wait in the pool for it. Evicted after it was
+        made, they would find the budget full and be freed, and every new value would
+        cost fresh memory (several times a fast decode on these machines)."""
+        self._evict(self.capacity - nbytes)
+
+    def _evict(self, most: int | None = None) -> None:
+        """Evict clean, unpinned entries until ``used`` is at most ``most`` (the capacity)."""
+        most = self.capacity if most is None else most
         passed = 0  # pinned entries are passed over (to the young end), each once
-        while self.used > self.capacity and passed < len(self._clean):
+        while self.used > most and passed < len(self._clean):
             key, old = next(iter(self._clean.items()))
             if old.pins:
                 self._clean.move_to_end(key)
