@@ -106,6 +106,28 @@ def test_a_stream_reads_chunk_files_straight_into_its_replies(raw_store):
     assert stats["store_gets"] < 16
 
 
+def test_a_large_first_read_is_read_directly(tmp_path):
+    """A first request of the size the kernel's read-ahead makes needs no stream before."""
+    root = str(tmp_path / "l.zarr")
+    a = zarr.create_array(root, shape=(256, 1024), chunks=(64, 256), dtype="<f4", compressors=None)
+    a[:] = np.arange(256 * 1024, dtype="<f4").reshape(256, 1024)
+    expected = _values(root)
+    mount = _mount(root)
+
+    async def main():
+        fh = await _open(mount.fs)
+        return bytes(await mount.fs.read(fh, 4096, 128 << 10)), bytes(
+            await mount.fs.read(fh, 0, 4096)
+        )
+
+    big, small = trio.run(main)
+    assert big == expected[4096 : 4096 + (128 << 10)] and small == expected[:4096]
+    stats = mount.fs.stats()
+    assert stats["cache_direct_reads"] == 4  # the large read's chunks: rows 1-32, 4 columns
+    # the small one's four chunks, read in part (a random reader's are cached after)
+    assert stats["cache_partial_reads"] == stats["store_gets"] == 4
+
+
 def _replace(path: str, data: bytes) -> None:
     """What many writers do: a new file renamed over the old one (a new inode)."""
     with open(path + ".new", "wb") as f:

@@ -1,6 +1,7 @@
 """Direct reads: chunks stored as they are read (no codec, C order, whole chunks in files
-of a local store) go from their files straight into a sequential reader's replies, without
-the chunk cache (a random reader's chunks are kept decoded in the cache, as others are).
+of a local store) go from their files straight into the replies of a sequential reader
+and of large requests, without the chunk cache (a random reader's small reads are served
+from chunks kept decoded in the cache, as others are).
 
 That is one copy (the kernel's, from its page cache) where a load into the cache and a
 copy out of it make two, no chunk buffer, and no worker thread while the files' pages are

@@ -24,6 +24,10 @@ from zarrmount.store import StoreError
 
 log = logging.getLogger(__name__)
 
+# Requests of at least this many bytes read uncompressed chunks directly (array/direct.py)
+# whatever came before: the kernel's read-ahead makes a stream's first requests this large.
+DIRECT_LEAST = 128 << 10
+
 
 class _Gathered:
     """The chunks a plan reads, and what to give back once copied: cache entries pinned
@@ -112,9 +116,9 @@ class ArrayReader:
 
     async def _serve(self, plan: dict, out: np.ndarray, last: int) -> None:
         """Copy what ``plan`` reads into ``out``, which starts where the plan does."""
-        # a stream's chunks are read directly, a random reader's are kept decoded (a read
-        # served from the cache depends on no page cache)
-        direct = self.direct.enabled and self.prefetch.sequential
+        # a stream's chunks, and those of large requests, are read directly; a random
+        # reader's small reads are served from chunks kept decoded in the cache
+        direct = self.direct.enabled and (self.prefetch.sequential or out.nbytes >= DIRECT_LEAST)
         rest = await self.direct.serve(plan, out) if direct else plan
         got = await self._gather(rest)
         try:
