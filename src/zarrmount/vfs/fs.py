@@ -30,6 +30,8 @@ from zarrmount.vfs.table import ROOT_INODE, InodeTable
 
 ROOT_ARRAY_NAME = "array"
 BLOCK_SIZE = 1 << 20
+# every extended attribute the mount shows is in the user namespace
+XATTR_NAMESPACE = "user."
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
 # Root arrays readied for their first read once mounted: past a few, all use the same
@@ -323,6 +325,8 @@ class Filesystem:
         return True
 
     def getxattr(self, ino: int, name: str) -> bytes:
+        if not name.startswith(XATTR_NAMESPACE):  # what ls asks of every file (a security
+            raise FsError(errno.ENODATA)  # context, ACLs): answered without making ours
         value = self.xattrs(ino).get(name)
         if value is None:
             raise FsError(errno.ENODATA)
