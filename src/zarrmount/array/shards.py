@@ -4,7 +4,7 @@ whole or in part, and building a new shard on write-back."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -16,6 +16,8 @@ from zarrmount.codecs import ChunkDecodeError
 from zarrmount.codecs.v3 import index_entry
 from zarrmount.store import StoreError
 from zarrmount.store.aio import AsyncStore
+
+T = TypeVar("T")
 
 # The cached "index" of a shard that does not exist: every inner chunk reads as fill.
 _NO_SHARD = np.empty(0, dtype=np.uint64)
@@ -107,24 +109,33 @@ class ShardReader:
         return offset, length
 
     async def fetch_inner(
-        self, key: str, local: Coords, shard: Coords, validator: str | None = None
-    ) -> bytes | None:
-        """The bytes of one inner chunk: a range request located by the (cached) shard index.
+        self,
+        key: str,
+        local: Coords,
+        shard: Coords,
+        use: Callable[[bytes], T],
+        drop: Callable[[T], object],
+        validator: str | None = None,
+    ) -> T | None:
+        """``use`` of the bytes of one inner chunk (a range request located by the cached
+        shard index), in the worker thread that reads them; None when the chunk is absent.
 
         Index and range must come from the same version of the shard: a fetch that
-        overlapped a rewrite of the shard starts over.
+        overlapped a rewrite of the shard starts over (what it made goes to ``drop``).
         """
         states = self.states
         while True:
             await states.idle(shard)
             generation = states.generation(shard)
-            raw = await self._fetch_inner_once(key, local, validator)
+            found = await self._fetch_inner_once(key, local, use, validator)
             if not states.changed(shard, generation):
-                return raw
+                return found
+            if found is not None:
+                drop(found)
 
     async def _fetch_inner_once(
-        self, key: str, local: Coords, validator: str | None
-    ) -> bytes | None:
+        self, key: str, local: Coords, use: Callable[[bytes], T], validator: str | None
+    ) -> T | None:
         index = await self.index(key, validator)
         if index.size == 0:
             return None
@@ -132,10 +143,15 @@ class ShardReader:
         if found is None:
             return None
         offset, length = found
-        raw = await self.store.get_range(key, offset, length, validator)
-        if raw is None or len(raw) != length:
-            raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
-        return raw
+
+        def checked(raw: bytes | None) -> T:
+            if raw is None or len(raw) != length:
+                raise ChunkDecodeError(f"shard ends before inner chunk {list(local)}")
+            return use(raw)
+
+        return await self.store.get_range_with(
+            key, offset, length, checked, self.decoders.limiter, validator
+        )
 
     async def place(self, coords: Coords) -> InnerPlace | None:
         """Where an inner chunk lies in its shard, by the shard's (cached) index; None when

@@ -189,8 +189,12 @@ class ChunkSource:
     async def _inner_once(
         self, key: str, local: Coords, unit: Coords, validator: str | None
     ) -> Loaded:
-        raw = await self.shards.fetch_inner(key, local, unit, validator)
-        return await self.absent() if raw is None else await self.decode(raw)
+        """Read and decoded in one worker thread (a chunk read again, were its shard
+        rewritten meanwhile, gives its buffer back)."""
+        loaded = await self.shards.fetch_inner(
+            key, local, unit, self.decode_into, lambda old: self.pool.give(old.buffer), validator
+        )
+        return await self.absent() if loaded is None else loaded
 
     def _landing(self) -> tuple:
         landing = _Landing(self)
@@ -215,9 +219,6 @@ class ChunkSource:
     def check(self, raw: bytes | memoryview) -> None:
         """Decode ``raw`` only to know it decodes (ChunkDecodeError when not)."""
         self.pool.give(self.decode_into(raw).buffer)
-
-    async def decode(self, raw: bytes) -> Loaded:
-        return await self.decoders.run(self.decode_into, raw)
 
     async def preload(self, coords: list[Coords]) -> None:
         """Load the uncached chunks among ``coords`` (a piece of a wide request) in one

@@ -130,6 +130,28 @@ class AsyncStore:
     async def get(self, key: str) -> bytes | None:
         return await self._fetch_counted(self.store.get, key)
 
+    async def get_range_with(
+        self,
+        key: str,
+        start: int,
+        length: int,
+        use: Callable[[bytes | None], T],
+        limiter: trio.CapacityLimiter,
+        validator: str | None = None,
+    ) -> T:
+        """``use(range)`` (None: the key is missing) in a worker thread under ``limiter``:
+        for a local store the same thread that reads it (one hop, as ``get_with``)."""
+        if self.store.remote or self._on_disk(validator):
+            raw = await self.get_range(key, start, length, validator)
+            return await trio.to_thread.run_sync(use, raw, limiter=limiter)
+        found, nbytes = await self._run(self._range_use, key, start, length, use, limiter=limiter)
+        self._count_get(nbytes)
+        return found
+
+    def _range_use(self, key: str, start: int, length: int, use) -> tuple[object, int | None]:
+        raw = self.store.get_range(key, start, length)
+        return use(raw), None if raw is None else len(raw)
+
     async def get_range(
         self, key: str, start: int, length: int, validator: str | None = None
     ) -> bytes | None:
