@@ -14,6 +14,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,26 +174,34 @@ def _create(ds: Dataset, path: Path, rows: int) -> zarr.Array:
 
 def ensure(ds: Dataset, work: Path, rows: int) -> Path:
     """The dataset's store path, written now unless a valid copy is there."""
-    path = ds.path(work, rows)
-    marker = path / "bench-complete.json"
-    spec = _spec(ds, rows)
+
+    def write(path: Path) -> None:
+        t0 = time.perf_counter()
+        arr = _create(ds, path, rows)
+        for r0 in range(0, rows, CHUNKS[0]):
+            arr[r0 : r0 + CHUNKS[0], :] = generate_block(r0, r0 + CHUNKS[0])
+            if sys.stdout.isatty():
+                print(f"\r  writing {ds.name}: {(r0 + CHUNKS[0]) / rows:6.1%}", end="", flush=True)
+        if sys.stdout.isatty():
+            print()
+        log(f"  wrote {path.name} in {time.perf_counter() - t0:.1f} s")
+
+    return kept(ds.path(work, rows), _spec(ds, rows), write)
+
+
+def kept(store: Path, spec: dict, write: Callable[[Path], None]) -> Path:
+    """``store``, written by ``write`` unless a complete copy made for ``spec`` is there
+    (the benchmark's datasets are kept in ``.bench/`` and reused)."""
+    marker = store / "bench-complete.json"
     try:
         if json.loads(marker.read_text()) == spec:
-            return path
+            return store
     except (OSError, ValueError):
         pass
-    shutil.rmtree(path, ignore_errors=True)
-    t0 = time.perf_counter()
-    arr = _create(ds, path, rows)
-    for r0 in range(0, rows, CHUNKS[0]):
-        arr[r0 : r0 + CHUNKS[0], :] = generate_block(r0, r0 + CHUNKS[0])
-        if sys.stdout.isatty():
-            print(f"\r  writing {ds.name}: {(r0 + CHUNKS[0]) / rows:6.1%}", end="", flush=True)
-    if sys.stdout.isatty():
-        print()
+    shutil.rmtree(store, ignore_errors=True)
+    write(store)
     marker.write_text(json.dumps(spec))
-    log(f"  wrote {path.name} in {time.perf_counter() - t0:.1f} s")
-    return path
+    return store
 
 
 def stored_chunks(ds: Dataset, work: Path, rows: int) -> list[bytes]:

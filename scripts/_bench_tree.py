@@ -12,14 +12,13 @@ it whole.
 
 from __future__ import annotations
 
-import json
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import _bench_data as d
 import _bench_sys as b
 import zarr
 
@@ -32,19 +31,17 @@ WALK = (
 )
 
 
-def _ensure(work: Path) -> Path:
-    store = work / f"tree_{GROUPS}x{PER_GROUP}_v{DATA_VERSION}.zarr"
-    marker = store / "bench-complete.json"
-    if marker.exists():
-        return store
-    shutil.rmtree(store, ignore_errors=True)
+def _write(store: Path) -> None:
     root = zarr.open_group(str(store), mode="w")
     for g in range(GROUPS):
         group = root.create_group(f"g{g:03d}")
         for a in range(PER_GROUP):
             group.create_array(f"a{a:03d}", shape=(16, 16), chunks=(16, 16), dtype="<i2")
-    marker.write_text(json.dumps({"groups": GROUPS, "per_group": PER_GROUP}))
-    return store
+
+
+def _ensure(work: Path) -> Path:
+    store = work / f"tree_{GROUPS}x{PER_GROUP}_v{DATA_VERSION}.zarr"
+    return d.kept(store, {"groups": GROUPS, "per_group": PER_GROUP}, _write)
 
 
 def _ls(path: Path) -> float:

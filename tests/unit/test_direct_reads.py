@@ -45,6 +45,13 @@ async def _stream(fs, fh: int, start: int, stop: int, step: int = 512) -> bytes:
     )
 
 
+def _counting(path, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: str) -> str:
+    """An uncompressed array holding 0, 1, 2, ... in C order."""
+    a = zarr.create_array(str(path), shape=shape, chunks=chunks, dtype=dtype, compressors=None)
+    a[:] = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+    return str(path)
+
+
 def _values(root: str) -> bytes:
     return np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
 
@@ -108,9 +115,7 @@ def test_a_stream_reads_chunk_files_straight_into_its_replies(raw_store):
 
 def test_a_large_first_read_is_read_directly(tmp_path):
     """A first request of the size the kernel's read-ahead makes needs no stream before."""
-    root = str(tmp_path / "l.zarr")
-    a = zarr.create_array(root, shape=(256, 1024), chunks=(64, 256), dtype="<f4", compressors=None)
-    a[:] = np.arange(256 * 1024, dtype="<f4").reshape(256, 1024)
+    root = _counting(tmp_path / "l.zarr", (256, 1024), (64, 256), "<f4")
     expected = _values(root)
     mount = _mount(root)
 
@@ -191,11 +196,9 @@ def test_our_own_writes_are_read_back_after_they_leave_the_cache(tmp_path):
     assert mount.fs.stats()["cache_direct_reads"] > 0
 
 
-def test_a_short_chunk_file_fails_its_reads_alone(tmp_path, caplog):
-    root = str(tmp_path / "s.zarr")
-    _rows(root, 4, 3)
-    with open(os.path.join(root, "c", "2", "0"), "r+b") as f:
-        f.truncate(100)
+def _around_row_2(root: str):
+    """Rows 0-1 streamed, then row 2 (which fails), then row 3: their bytes, the errno of
+    row 2, and the mount."""
     mount = _mount(root)
 
     async def main():
@@ -205,8 +208,16 @@ def test_a_short_chunk_file_fails_its_reads_alone(tmp_path, caplog):
             await _stream(mount.fs, fh, 8192, 12288)
         return good, failed.value.errno, await _stream(mount.fs, fh, 12288, 16384)
 
+    return (*trio.run(main), mount)
+
+
+def test_a_short_chunk_file_fails_its_reads_alone(tmp_path, caplog):
+    root = str(tmp_path / "s.zarr")
+    _rows(root, 4, 3)
+    with open(os.path.join(root, "c", "2", "0"), "r+b") as f:
+        f.truncate(100)
     with caplog.at_level(logging.ERROR):
-        good, code, last = trio.run(main)
+        good, code, last, mount = _around_row_2(root)
     assert good == last * 2 == np.full(2048, 3, "<i4").tobytes() and code == errno.EIO
     assert "c/2/0" in caplog.text
     assert mount.fs.stats()["cache_direct_reads"] > 0
@@ -219,23 +230,13 @@ def test_a_chunk_file_leading_outside_the_root_is_refused(tmp_path):
     _rows(root, 4, 0)[:2] = 3  # rows 2 and 3 hold the fill value: not written
     os.makedirs(os.path.join(root, "c", "2"), exist_ok=True)
     os.symlink(outside, os.path.join(root, "c", "2", "0"))
-    mount = _mount(root)
-
-    async def main():
-        fh = await _open(mount.fs)
-        first = await _stream(mount.fs, fh, 0, 8192)
-        with pytest.raises(FsError) as failed:
-            await _stream(mount.fs, fh, 8192, 12288)
-        return failed.value.errno, first
-
-    code, first = trio.run(main)
+    first, code, last, _ = _around_row_2(root)
     assert code == errno.EIO and first == np.full(2048, 3, "<i4").tobytes()
+    assert last == bytes(4096)
 
 
 def test_pages_not_in_the_page_cache_are_read_in_a_worker_thread(tmp_path):
-    root = str(tmp_path / "d.zarr")
-    a = zarr.create_array(root, shape=(64, 512), chunks=(8, 512), dtype="<u2", compressors=None)
-    a[:] = np.arange(64 * 512, dtype="<u2").reshape(64, 512)
+    root = _counting(tmp_path / "d.zarr", (64, 512), (8, 512), "<u2")
     mount = _mount(root)
     expected = _values(root)
 
