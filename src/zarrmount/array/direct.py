@@ -24,7 +24,8 @@ import numpy as np
 from zarrmount.array.grid import Coords
 from zarrmount.layout import Copy, copy_runs
 from zarrmount.store import StoreError
-from zarrmount.store.files import MOST_BUFFERS, LocalFile
+from zarrmount.store.base import OpenFile
+from zarrmount.store.files import MOST_BUFFERS
 
 if TYPE_CHECKING:
     from zarrmount.array.source import ChunkSource
@@ -50,7 +51,7 @@ class DirectReads:
         source, cache = self.source, self.source.cache
         reply = memoryview(out.view(np.uint8))
         rest: Plan = {}
-        waiting: list[tuple[Coords, LocalFile | None]] = []
+        waiting: list[tuple[Coords, OpenFile | None]] = []
         served = 0
         for coords, copies in plan.items():
             key = source.key(coords)
@@ -106,7 +107,7 @@ class DirectReads:
             done.append((file, ok))
         return done
 
-    def _open(self, open_file, coords: Coords) -> LocalFile | None:
+    def _open(self, open_file, coords: Coords) -> OpenFile | None:
         """The chunk's file, if it holds a whole chunk; read ahead from disk unless its
         pages are cached (asking the kernel costs more than a read from the page cache)."""
         file = open_file(self.source.grid.key(coords))
@@ -118,7 +119,7 @@ class DirectReads:
             file.will_need()
         return file
 
-    def _read(self, file: LocalFile, copies: list[Copy], reply: memoryview, wait: bool) -> bool:
+    def _read(self, file: OpenFile, copies: list[Copy], reply: memoryview, wait: bool) -> bool:
         """Read ``copies`` from ``file`` into ``reply``; False where some bytes were not
         there (a shorter file; without ``wait``: pages not in the page cache)."""
         for copy in copies:

@@ -9,12 +9,12 @@ the pool for the chunks still to come (drop-behind, as for a streaming reader).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from zarrmount.array.grid import Coords
-
-if TYPE_CHECKING:
-    from zarrmount.array.writer import ArrayWriter
+from zarrmount.array.source import ChunkSource
+from zarrmount.cache import ChunkCache
+from zarrmount.format.model import ArrayMeta
 
 # Requests that follow each other before a writer counts as sequential.
 STREAK = 2
@@ -23,8 +23,19 @@ STREAK = 2
 PENDING = 16
 
 
+class Writer(Protocol):
+    """What write-behind needs of an array's writer (``array/writer.py``)."""
+
+    source: ChunkSource
+    cache: ChunkCache
+    meta: ArrayMeta
+    steps: list[int]  # flat C-order index steps of each axis
+
+    async def write_back_unit(self, unit: Coords) -> int | None: ...
+
+
 class WriteBehind:
-    def __init__(self, writer: ArrayWriter) -> None:
+    def __init__(self, writer: Writer) -> None:
         self.writer = writer
         self._next = -1  # where the next sequential write would start
         self._streak = 0

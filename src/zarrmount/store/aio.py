@@ -11,10 +11,9 @@ from typing import TypeVar
 import trio
 
 from zarrmount.counters import Counters
-from zarrmount.store.base import Store, StoreError
+from zarrmount.store.base import OpenFile, Store, StoreError
 from zarrmount.store.diskcache import DiskCache, Part
 from zarrmount.store.failures import RecentFailures
-from zarrmount.store.files import LocalFile
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
 # that is back, short enough that the kernel's immediate re-send of a failed read (page
@@ -231,7 +230,7 @@ class AsyncStore:
         """Values can be read straight into the caller's buffers (local files)."""
         return self.store.opens_files
 
-    async def with_files(self, fn: Callable[[Callable[[str], LocalFile | None]], T], limiter) -> T:
+    async def with_files(self, fn: Callable[[Callable[[str], OpenFile | None]], T], limiter) -> T:
         """``fn(open_file)`` in a worker thread under ``limiter``, where ``open_file(key)``
         opens ``key``'s value (None when missing). Only where ``opens_files``."""
         return await trio.to_thread.run_sync(fn, self.store.open_file, limiter=limiter)

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from zarrmount.store.retry import with_retries
 from zarrmount.store.versions import History
-
-if TYPE_CHECKING:
-    from zarrmount.store.files import LocalFile
 
 T = TypeVar("T")
 
@@ -42,6 +39,21 @@ def key_parts(key: str) -> list[str]:
     if any(p in (".", "..") or "\0" in p for p in parts):
         raise StoreError(f"invalid key {key!r}: it would leave the store root")
     return parts
+
+
+class OpenFile(Protocol):
+    """A stored value open for reads straight into the caller's buffers (``open_file``)."""
+
+    size: int  # bytes, when opened
+
+    def read_into(self, buffers: Sequence, offset: int, wait: bool) -> int | None:
+        """Fill ``buffers`` from ``offset``; the bytes read, or None where ``wait`` is False
+        and that would wait for a disk."""
+
+    def will_need(self) -> None:
+        """Begin reading the whole value from disk."""
+
+    def close(self) -> None: ...
 
 
 class Store(ABC):
@@ -165,7 +177,7 @@ class Store(ABC):
         others (remote ones: a request each) parts of a value cost as much as all of it."""
         raise NotImplementedError
 
-    def open_file(self, key: str) -> LocalFile | None:
+    def open_file(self, key: str) -> OpenFile | None:
         """``key``'s value as an open file, None if the key is missing or no regular
         file. Only stores with ``opens_files``: the caller closes it."""
         raise NotImplementedError
