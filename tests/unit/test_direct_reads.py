@@ -4,9 +4,11 @@ damaged or escaping file fails only its reads; open files stay bounded."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -202,11 +204,12 @@ def _around_row_2(root: str):
     mount = _mount(root)
 
     async def main():
-        fh = await _open(mount.fs)
-        good = await _stream(mount.fs, fh, 0, 8192)
-        with pytest.raises(FsError) as failed:
-            await _stream(mount.fs, fh, 8192, 12288)
-        return good, failed.value.errno, await _stream(mount.fs, fh, 12288, 16384)
+        with trio.fail_after(30):  # a read that waits on a hostile file fails the test
+            fh = await _open(mount.fs)
+            good = await _stream(mount.fs, fh, 0, 8192)
+            with pytest.raises(FsError) as failed:
+                await _stream(mount.fs, fh, 8192, 12288)
+            return good, failed.value.errno, await _stream(mount.fs, fh, 12288, 16384)
 
     return (*trio.run(main), mount)
 
@@ -273,3 +276,34 @@ def test_open_files_are_bounded_and_closed_when_dropped():
     assert File.closed == 4 and files.get(("a", "file", (4,))) is not None
     files.close_all()
     assert len(files) == 0 and File.closed == 5
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["raw", "lz4"])
+def test_a_fifo_where_a_chunk_should_be_fails_its_reads_at_once(tmp_path, compressed, caplog):
+    """Hostile data: opening a FIFO would wait for a writer forever."""
+    root = str(tmp_path / "f.zarr")
+    kwargs = {} if compressed else {"compressors": None}
+    a = zarr.create_array(root, shape=(4, 1024), chunks=(1, 1024), dtype="<i4", **kwargs)
+    a[:2] = 5  # rows 2 and 3 hold the fill value: not written
+    os.makedirs(os.path.join(root, "c", "2"), exist_ok=True)
+    fifo = os.path.join(root, "c", "2", "0")
+    os.mkfifo(fifo)
+    rescued, done = [], threading.Event()
+
+    def rescue() -> None:  # were reads to wait on it: a writer each time, so the test ends
+        while not done.wait(20 if not rescued else 0.2):
+            with contextlib.suppress(OSError):  # ENXIO: nobody waits on it
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                rescued.append(True)
+
+    helper = threading.Thread(target=rescue, daemon=True)
+    helper.start()
+    try:
+        with caplog.at_level(logging.ERROR):
+            good, code, last, _ = _around_row_2(root)
+    finally:
+        done.set()
+        helper.join()
+    assert not rescued
+    assert good == np.full(2048, 5, "<i4").tobytes() and code == errno.EIO
+    assert last == bytes(4096) and "c/2/0" in caplog.text

@@ -57,7 +57,9 @@ class LocalStore(Store):
             raise StoreError(f"{key or '/'}: leads outside the store root")
 
     def _open(self, key: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
-        fd = os.open(self._path(key), flags | os.O_CLOEXEC, mode)
+        # O_NONBLOCK: a FIFO where a value should be would otherwise hold the thread until
+        # something writes to it (regular files and directories ignore the flag)
+        fd = os.open(self._path(key), flags | os.O_CLOEXEC | os.O_NONBLOCK, mode)
         try:
             self._inside(fd, key)
         except BaseException:
@@ -75,6 +77,12 @@ class LocalStore(Store):
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
         try:
+            kind = stat.S_IFMT(os.fstat(fd).st_mode)
+            if kind == stat.S_IFDIR:
+                return None
+            if kind != stat.S_IFREG:  # a FIFO, socket or device: no value of ours
+                log.error("refused %s: not a regular file", key)
+                raise StoreError(f"{key}: not a regular file")
             return use(fd)
         except IsADirectoryError:
             return None
