@@ -102,7 +102,7 @@ class DirectReads:
                 if file is None:
                     file = self._open(open_file, coords)
                 ok = file is not None and self._read(file, plan[coords], reply, True)
-            except StoreError:  # the cache's path meets it again, and reports it
+            except (StoreError, OSError):  # the cache's path meets it again, and reports it
                 ok = False
             done.append((file, ok))
         return done
