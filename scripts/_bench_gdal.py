@@ -13,7 +13,6 @@ back in), alternating over repetitions; outputs compared.
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import subprocess
@@ -21,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import _bench_data as d
 import _bench_sys as b
 import numcodecs
 import numpy as np
@@ -44,26 +44,24 @@ def _field() -> np.ndarray:
 
 def _ensure(work: Path) -> dict[str, Path]:
     """The three stores (kept between runs): v2 lz4 for GDAL's driver, v3 zstd, sharded."""
-    stores = {n: work / f"gdal_{n}_v{DATA_VERSION}.zarr" for n in ("lz4", "zstd", "sharded")}
-    marker = work / f"gdal_v{DATA_VERSION}.json"
-    if marker.exists() and all(p.exists() for p in stores.values()):
-        return stores
-    values = _field()
-    for path in stores.values():
-        shutil.rmtree(path, ignore_errors=True)
-    g = zarr.open_group(str(stores["lz4"]), mode="w", zarr_format=2)
-    lz4 = numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
-    g.create_array("dem", shape=values.shape, chunks=(CHUNK, CHUNK), dtype="<f4", compressors=lz4)[
-        :
-    ] = values
-    common = {"shape": values.shape, "chunks": (CHUNK, CHUNK), "dtype": "<f4"}
-    zarr.create_array(str(stores["zstd"]), compressors=ZstdCodec(level=3), **common)[:] = values
+    common = {"chunks": (CHUNK, CHUNK), "dtype": "<f4"}
     blosc = BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
-    zarr.create_array(str(stores["sharded"]), shards=(CHUNK, SIDE), compressors=blosc, **common)[
-        :
-    ] = values
-    marker.write_text(json.dumps({"version": DATA_VERSION}))
-    return stores
+
+    def v2_lz4(path: Path) -> None:
+        lz4 = numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
+        group = zarr.open_group(str(path), mode="w", zarr_format=2)
+        group.create_array("dem", shape=(SIDE, SIDE), compressors=lz4, **common)[:] = _field()
+
+    def v3(path: Path, **codecs) -> None:
+        zarr.create_array(str(path), shape=(SIDE, SIDE), **codecs, **common)[:] = _field()
+
+    writers = {
+        "lz4": v2_lz4,
+        "zstd": lambda path: v3(path, compressors=ZstdCodec(level=3)),
+        "sharded": lambda path: v3(path, shards=(CHUNK, SIDE), compressors=blosc),
+    }
+    spec = {"version": DATA_VERSION, "side": SIDE}
+    return {n: d.kept(work / f"gdal_{n}.zarr", spec, w) for n, w in writers.items()}
 
 
 def _cold(store: Path, plain: Path) -> None:

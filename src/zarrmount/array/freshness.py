@@ -92,12 +92,10 @@ class Validity:
 class Revalidation:
     """The mount's revalidation of array chunks (shared by the engines of each path)."""
 
-    def __init__(
-        self, ttl: Ttl, store: AsyncStore, cache: ChunkCache, files: OpenFiles | None = None
-    ) -> None:
+    def __init__(self, ttl: Ttl, store: AsyncStore, cache: ChunkCache) -> None:
         self.ttl = ttl
         self.store, self.cache = store, cache
-        self.files = OpenFiles() if files is None else files  # chunks read straight
+        self.files = OpenFiles()  # of chunks read straight into replies, checked as chunks
         self.stats = FreshnessStats()
         self._arrays: dict[str, Validity] = {}  # least recently used first
         self.budget = cache.capacity // LISTINGS_SHARE  # bytes of listings kept at most

@@ -67,25 +67,35 @@ class LocalStore(Store):
             raise
         return fd
 
-    def _reading(self, key: str, use: Callable[[int], T]) -> T | None:
-        """``use(fd)`` on the open file of ``key``; ``None`` when it is missing (or a
-        directory); other OS errors as StoreError."""
+    def _opened(self, key: str) -> tuple[int, os.stat_result] | None:
+        """The open file of ``key`` and what it is; None when missing; other OS errors as
+        StoreError."""
         try:
             fd = self._open(key)
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
         try:
-            kind = stat.S_IFMT(os.fstat(fd).st_mode)
-            if kind == stat.S_IFDIR:
+            return fd, os.fstat(fd)
+        except OSError as e:
+            os.close(fd)
+            raise StoreError(f"{key}: {e.strerror}") from e
+
+    def _reading(self, key: str, use: Callable[[int], T]) -> T | None:
+        """``use(fd)`` on the open file of ``key``; ``None`` when it is missing (or a
+        directory); other OS errors as StoreError."""
+        opened = self._opened(key)
+        if opened is None:
+            return None
+        fd, st = opened
+        try:
+            if stat.S_ISDIR(st.st_mode):
                 return None
-            if kind != stat.S_IFREG:  # a FIFO, socket or device: no value of ours
+            if not stat.S_ISREG(st.st_mode):  # a FIFO, socket or device: no value of ours
                 log.error("refused %s: not a regular file", key)
                 raise StoreError(f"{key}: not a regular file")
             return use(fd)
-        except IsADirectoryError:
-            return None
         except OSError as e:
             raise StoreError(f"{key}: {e.strerror}") from e
         finally:
@@ -114,14 +124,11 @@ class LocalStore(Store):
         return self._reading(key, read)
 
     def open_file(self, key: str) -> LocalFile | None:
-        try:
-            fd = self._open(key)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        opened = self._opened(key)
+        if opened is None:
             return None
-        except OSError as e:
-            raise StoreError(f"{key}: {e.strerror}") from e
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        fd, st = opened
+        if not stat.S_ISREG(st.st_mode):  # the cache's path reads it, and says what it is
             os.close(fd)
             return None
         return LocalFile(fd, st.st_size, key)
