@@ -11,7 +11,7 @@ from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.hierarchy import Dialect, walk
 from zarrmount.options import SIDECAR_KINDS
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
-from zarrmount.vfs.sidecars import SIDECARS, reasons
+from zarrmount.vfs.sidecars import SIDECARS, Subject, reasons
 
 
 def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -28,9 +28,10 @@ def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
     """Each sidecar kind's file, or why the array has none."""
     name = file.rpartition("/")[2]
     raw = [] if meta.strings else kinds  # no raw form: no header describes one
+    described = Subject(meta.shape, meta.dtype, name, meta.attributes)
     found = {
         kind: {"file": file + SIDECARS[kind].suffix} if reason is None else {"reason": reason}
-        for kind, reason in reasons(meta.shape, meta.dtype, name, raw).items()
+        for kind, reason in reasons(described, raw).items()
     }
     if "text" in kinds and (meta.strings or meta.dtype.kind in "US"):
         # its size (within text_max, or not shown) is measured when its group is listed

@@ -59,7 +59,7 @@ def parse_size(text: str) -> int:
     return int(value * _SUFFIXES[suffix])
 
 
-SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "text")
+SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "fits", "netcdf", "text")
 DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
 CLIENTS = ("fsspec", "obstore")

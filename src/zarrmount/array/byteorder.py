@@ -1,10 +1,12 @@
 """Arrays shown in another byte order than they are stored in (``-o byteorder``): whole
 elements are swapped on the way out, and back on the way in, so a tool that wants one
-byte order reads every array in it."""
+byte order reads every array in it. The views of other formats (FITS, netCDF) convert
+whole elements the same way (:func:`read_converted`)."""
 
 from __future__ import annotations
 
 import errno
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 
@@ -22,6 +24,57 @@ def shown_dtype(dtype: np.dtype, byteorder: str) -> np.dtype:
     and byte strings have no byte order."""
     order = _ORDER_CHARS.get(byteorder)
     return dtype if order is None else dtype.newbyteorder(order)
+
+
+# Whole elements' bytes (uint8) -> as many bytes as shown (a new array: the input may be
+# a cached chunk)
+Convert = Callable[[np.ndarray], np.ndarray]
+Read = Callable[[int, int, np.ndarray | None], Awaitable[memoryview | bytes]]
+
+
+def swapping(stored: np.dtype, shown: np.dtype, flip_sign: bool = False) -> Convert:
+    """Elements of ``stored`` as ``shown`` (same size, another byte order or signedness);
+    ``flip_sign``: with the most significant bit flipped (FITS's BZERO offsets)."""
+
+    def convert(raw: np.ndarray) -> np.ndarray:
+        out = np.frombuffer(raw, dtype=stored).astype(shown).view(np.uint8)
+        if flip_sign:  # big-endian: the most significant byte comes first
+            out.reshape(-1, shown.itemsize)[:, 0] ^= 0x80
+        return out
+
+    return convert
+
+
+def utf8_padded(stored: np.dtype) -> Convert:
+    """Fixed-size unicode (UCS-4) as UTF-8, null-padded to the same size (4 bytes per
+    character hold any encoding of it)."""
+    shown = np.dtype(f"S{stored.itemsize}")
+
+    def convert(raw: np.ndarray) -> np.ndarray:
+        text = np.frombuffer(raw, dtype=stored)
+        return np.char.encode(text, "utf-8").astype(shown).view(np.uint8)
+
+    return convert
+
+
+async def read_converted(
+    read: Read,
+    itemsize: int,
+    total: int,
+    convert: Convert,
+    offset: int,
+    size: int,
+    reply: np.ndarray | None = None,
+) -> memoryview:
+    """Bytes ``[offset, offset + size)`` of a file of ``total`` bytes whose whole elements
+    of ``itemsize`` are bytes ``read`` from another, converted; short at the end."""
+    end = min(offset + size, total)
+    if offset >= end:
+        return memoryview(b"")
+    first, last = offset // itemsize * itemsize, -(-end // itemsize) * itemsize
+    raw = await read(first, last - first, reply)
+    shown = convert(np.frombuffer(raw, dtype=np.uint8))
+    return memoryview(shown)[offset - first : end - first]
 
 
 class Swapped:
@@ -47,19 +100,11 @@ class Swapped:
     def mtime_ns(self, value: int) -> None:
         self.engine.mtime_ns = value
 
-    def _elements(self, offset: int, end: int) -> tuple[int, int]:
-        isz = self.stored.itemsize
-        return offset // isz * isz, -(-end // isz) * isz
-
     async def read(self, offset: int, size: int, reply: np.ndarray | None = None) -> memoryview:
         """Bytes ``[offset, offset + size)`` in the shown byte order, short at the end."""
-        end = min(offset + size, self.size)
-        if offset >= end:
-            return memoryview(b"")
-        first, last = self._elements(offset, end)
-        raw = await self.engine.read(first, last - first, reply)
-        swapped = np.frombuffer(raw, dtype=self.stored).astype(self.shown)  # a copy: raw
-        return memoryview(swapped.view(np.uint8))[offset - first : end - first]  # may be cached
+        convert = swapping(self.stored, self.shown)
+        isz = self.stored.itemsize
+        return await read_converted(self.engine.read, isz, self.size, convert, offset, size, reply)
 
     async def write(self, offset: int, data: bytes) -> int:
         """Write ``data`` (shown byte order) at ``offset``: partial elements at the edges

@@ -1,6 +1,7 @@
 """Sidecar files (``vfs/sidecars.py``): a header alone, or a header followed by the bytes
-of the array file beside it, read (and for ``.npy`` on ``rw`` mounts, written) through
-that file's engine: no second decode path, no buffering of the array."""
+of the array file beside it (as they are, or converted element by element, then padded),
+read (and for ``.npy`` on ``rw`` mounts, written) through that file's engine: no second
+decode path, no buffering of the array."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ import stat
 
 import numpy as np
 
+from zarrmount.array.byteorder import read_converted
 from zarrmount.errors import FsError
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.node import Context, Handle, Node
-from zarrmount.vfs.sidecars import Sidecar
+from zarrmount.vfs.sidecars import Sidecar, Subject
+
+
+def subject(file: ArrayFile, name: str) -> Subject:
+    """What a sidecar of the array file ``name`` describes."""
+    meta = file.array.meta
+    return Subject(meta.shape, file.table.arrays.dtype(meta), name, meta.attributes)
 
 
 class SidecarFile(Node):
@@ -37,10 +45,10 @@ class SidecarFile(Node):
 
     def head(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the header (made on demand: a TIFF one may be large)."""
-        meta = self.file.array.meta
         stop = min(stop, self.head_size)
-        dtype = self.table.arrays.dtype(meta)
-        return self.sidecar.part(meta.shape, dtype, self.name, start, stop) if start < stop else b""
+        if start >= stop:
+            return b""
+        return self.sidecar.part(subject(self.file, self.name), start, stop)
 
     def writable(self, read_only: bool) -> bool:
         return self.sidecar.writable and not read_only
@@ -50,7 +58,8 @@ class SidecarFile(Node):
         return stat.S_IFREG | (0o644 if writable else 0o444)
 
     def size(self) -> int:
-        return self.head_size + (self.file.size() if self.sidecar.view else 0)
+        whole = self.head_size + (self.file.size() if self.sidecar.view else 0)
+        return -(-whole // self.sidecar.block) * self.sidecar.block
 
     def mtime_ns(self) -> int | None:
         return self.file.mtime_ns() if self.sidecar.view else None
@@ -79,7 +88,8 @@ class HeaderHandle(Handle):
 
 
 class ViewHandle(Handle):
-    """Bytes ``[0, head_size)`` are the header, the rest the array file's."""
+    """Bytes ``[0, head_size)`` are the header, then the array file's (converted where the
+    format stores them otherwise), then zeros to the end of the last block."""
 
     __slots__ = ("file", "inner", "writable")
 
@@ -89,13 +99,28 @@ class ViewHandle(Handle):
         self.writable = writable
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
-        n = self.file.head_size
-        if offset >= n:
-            return await self.inner.read(offset - n, size, reply)
-        head = self.file.head(offset, offset + size)
-        if offset + size <= n:
-            return head
-        return head + bytes(await self.inner.read(0, offset + size - n, reply))
+        n, data = self.file.head_size, self.file.file.size()
+        end = min(offset + size, self.file.size())
+        if n <= offset and end <= n + data:  # the data alone: no join
+            return await self._data(offset - n, end - offset, reply)
+        parts: list[memoryview | bytes] = []
+        if offset < n:
+            parts.append(self.file.head(offset, end))
+        start, stop = max(offset, n), min(end, n + data)
+        if start < stop:
+            parts.append(await self._data(start - n, stop - start, reply))
+        if end > n + data:
+            parts.append(bytes(end - max(offset, n + data)))
+        return b"".join(parts)
+
+    async def _data(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
+        convert = self.file.sidecar.convert
+        if convert is None:
+            return await self.inner.read(offset, size, reply)
+        array = self.file.file
+        dtype = subject(array, self.file.name).dtype
+        isz, how = dtype.itemsize, convert(dtype)
+        return await read_converted(self.inner.read, isz, array.size(), how, offset, size, reply)
 
     async def write(self, offset: int, data: bytes) -> int:
         if not self.writable:

@@ -1,74 +1,101 @@
 """Files beside each array file for programs that know nothing of Zarr: a header that
 describes ``NAME`` (ENVI ``.hdr``, NRRD ``.nhdr``), or a view that is a header followed by
-``NAME``'s own bytes (``.npy``, ``.tif``). Which ones a mount shows is ``-o sidecars``."""
+``NAME``'s own bytes (``.npy``, ``.tif``), or by its elements as another format stores
+them (``.fits``: big-endian, zero-padded to whole blocks). Which ones a mount shows is
+``-o sidecars``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from zarrmount.array.byteorder import Convert, swapping
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
+from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.tiff import tiff_header_range, tiff_header_size
 
-Shape = tuple[int, ...]
+
+@dataclass(frozen=True)
+class Subject:
+    """What a header describes: the array file ``name`` beside it."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype  # of the file's bytes
+    name: str
+    attributes: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Sidecar:
     kind: str  # as named in -o sidecars
     suffix: str  # appended to the array file's name
-    # (shape, dtype of the file's bytes, file name NAME) -> the header's size; raises
-    # NotApplicable (with the reason) where the format cannot describe the array
-    size: Callable[[Shape, np.dtype, str], int]
-    # (shape, dtype, NAME, start, stop) -> bytes [start, stop) of the header
-    part: Callable[[Shape, np.dtype, str, int, int], bytes]
+    # the header's size; raises NotApplicable (with the reason) where the format cannot
+    # describe the array
+    size: Callable[[Subject], int]
+    part: Callable[[Subject, int, int], bytes]  # bytes [start, stop) of the header
     view: bool  # the header is followed by the array's bytes
     writable: bool = False  # on rw mounts, writes to the data part reach the array
+    # a view whose elements are stored otherwise: the file's dtype -> how they are shown
+    convert: Callable[[np.dtype], Convert] | None = None
+    block: int = 1  # a view's whole size is a multiple of this (zero-padded)
 
 
-def _made_whole(kind: str, suffix: str, make, view: bool = False, writable: bool = False):
+def _made_whole(kind: str, suffix: str, make: Callable[[Subject], bytes], **view: Any):
     """A sidecar whose header is small: made whole for its size and for each part."""
     return Sidecar(
         kind,
         suffix,
-        lambda shape, dtype, name: len(make(shape, dtype, name)),
-        lambda shape, dtype, name, start, stop: make(shape, dtype, name)[start:stop],
-        view,
-        writable,
+        lambda s: len(make(s)),
+        lambda s, start, stop: make(s)[start:stop],
+        **{"view": False, **view},
     )
+
+
+def _big_endian(dtype: np.dtype) -> Convert:
+    """FITS's data: big-endian, the sign bit flipped where BZERO offsets the values."""
+    return swapping(dtype, dtype.newbyteorder(">"), flips_sign(dtype))
 
 
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
-        _made_whole("envi", ".hdr", lambda shape, dtype, _: envi_header(shape, dtype)),
-        _made_whole("nrrd", ".nhdr", nrrd_header),
-        _made_whole("npy", ".npy", lambda shape, dtype, _: npy_header(shape, dtype), True, True),
+        _made_whole("envi", ".hdr", lambda s: envi_header(s.shape, s.dtype)),
+        _made_whole("nrrd", ".nhdr", lambda s: nrrd_header(s.shape, s.dtype, s.name)),
+        _made_whole(
+            "npy", ".npy", lambda s: npy_header(s.shape, s.dtype), view=True, writable=True
+        ),
         # a TIFF header grows with the pages (100,000 of them: 17 MB): made in parts
         Sidecar(
             "tiff",
             ".tif",
-            lambda shape, dtype, _: tiff_header_size(shape, dtype),
-            lambda shape, dtype, _, start, stop: tiff_header_range(shape, dtype, start, stop),
+            lambda s: tiff_header_size(s.shape, s.dtype),
+            lambda s, start, stop: tiff_header_range(s.shape, s.dtype, start, stop),
             view=True,
+        ),
+        _made_whole(
+            "fits",
+            ".fits",
+            lambda s: fits_header(s.shape, s.dtype, s.attributes),
+            view=True,
+            convert=_big_endian,
+            block=BLOCK,
         ),
     )
 }
 
 
-def header_size(sidecar: Sidecar, shape: Shape, dtype: np.dtype, name: str) -> int | None:
-    """The size of the sidecar's header for the array file ``name``; None where it has none."""
+def header_size(sidecar: Sidecar, subject: Subject) -> int | None:
+    """The size of the sidecar's header for ``subject``; None where it has none."""
     try:
-        return sidecar.size(shape, dtype, name)
+        return sidecar.size(subject)
     except NotApplicable:
         return None
 
 
-def reasons(
-    shape: tuple[int, ...], dtype: np.dtype, name: str, kinds: list[str]
-) -> dict[str, str | None]:
+def reasons(subject: Subject, kinds: list[str]) -> dict[str, str | None]:
     """For ``--inspect``: for each sidecar kind, None, or why the array has none."""
     found: dict[str, str | None] = {}
     for kind in kinds:
@@ -76,7 +103,7 @@ def reasons(
         if sidecar is None:
             continue
         try:
-            sidecar.size(shape, dtype, name)
+            sidecar.size(subject)
             found[kind] = None
         except NotApplicable as e:
             found[kind] = str(e)

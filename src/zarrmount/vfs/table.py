@@ -18,7 +18,7 @@ from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.node import Node
-from zarrmount.vfs.sidecarfile import SidecarFile
+from zarrmount.vfs.sidecarfile import SidecarFile, subject
 from zarrmount.vfs.sidecars import Sidecar, header_size
 from zarrmount.vfs.textfile import TextFile
 from zarrmount.vfs.xattrs import warn_conventions
@@ -127,10 +127,9 @@ class InodeTable:
         return listing
 
     def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, listing: Listing) -> None:
-        meta = file.array.meta
-        dtype = self.arrays.dtype(meta)
+        described = subject(file, name)
         for sidecar in self.sidecars:
-            size = header_size(sidecar, meta.shape, dtype, name)
+            size = header_size(sidecar, described)
             if size is None:
                 continue  # --inspect says why
             if name + sidecar.suffix in listing.entries:
