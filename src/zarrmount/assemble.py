@@ -185,7 +185,10 @@ def assemble(
     mount = Mount(store, cache, pool, Decoders(), Background(), revalidation, options, journal)
     mount.arrays = _arrays(mount, options, root_pipeline, options.read_only, journal)
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
-    table = InodeTable(Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars)
+    dataset = options.dataset_name if "netcdf" in options.sidecars else None
+    table = InodeTable(
+        Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars, dataset
+    )
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):
         mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)

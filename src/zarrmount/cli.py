@@ -13,7 +13,7 @@ import sys
 
 from zarrmount import __version__, config, hierarchy, logs
 from zarrmount.errors import CommandError
-from zarrmount.options import MountOptions, OptionError, json_object, options_help
+from zarrmount.options import MountOptions, OptionError, dataset_name, json_object, options_help
 from zarrmount.store import StoreError, open_store, public_url
 from zarrmount.store.versions import Commits
 from zarrmount.unmount import cleanup, unmount
@@ -312,6 +312,7 @@ def run(argv: list[str]) -> int:
         raise CommandError(f"expected SOURCE MOUNTPOINT, or --config FILE; usage: {USAGE}")
     mountpoint = os.path.abspath(mountpoint)
     options = _options(args, found)
+    options.dataset_name = options.dataset_name or dataset_name(source)
     if args.foreground or args.ready_fd is not None:
         return _serve(source, mountpoint, options, args)
     return _spawn(source, mountpoint, options, args)

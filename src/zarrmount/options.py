@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from zarrmount.metrics import parse_address
 from zarrmount.store.faults import Fault, FaultSpecError
@@ -112,6 +113,8 @@ class MountOptions:
     # files shown beside each array file for other programs (vfs/sidecars.py)
     sidecars: list[str] = field(default_factory=lambda: [*DEFAULT_SIDECARS])
     text_max: int = 64 << 20  # arrays of strings with more text are not shown
+    # the name of the root group's netCDF file (NAME.nc); None: the source's last component
+    dataset_name: str | None = None
     byteorder: str = "stored"  # of the bytes array files show: stored, little, big, native
     # 1 MiB kernel reads where we may set them (root); None leaves the kernel default.
     read_ahead_kb: int | None = field(default_factory=lambda: 1024 if os.getuid() == 0 else None)
@@ -223,6 +226,23 @@ def _sidecars(o: MountOptions, name: str, text: str) -> None:
             f"option {name!r}: unknown kind {unknown[0]!r} (known: {', '.join(SIDECAR_KINDS)})"
         )
     o.sidecars = list(dict.fromkeys(kinds))
+
+
+def _dataset_name(o: MountOptions, name: str, text: str) -> None:
+    if not text or "/" in text or text in (".", "..") or "\0" in text:
+        raise OptionError(f"option {name!r}: {text!r} is not a file name")
+    o.dataset_name = text
+
+
+def dataset_name(source: str) -> str:
+    """The root group's name for the files that name it: the source's last path
+    component without its ``.zarr`` or ``.zip`` suffixes (``era5.zarr.zip``: ``era5``)."""
+    path = urlsplit(source).path if "://" in source else source
+    name = path.rstrip("/").rpartition("/")[2]
+    for suffix in (".zip", ".zarr"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+    return name if name not in ("", ".", "..") else "root"
 
 
 def _ttl(attr: str) -> Setter:
@@ -447,9 +467,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sidecars=LIST",
-        "files beside each array for other programs: envi, nrrd, npy, tiff, text joined "
-        "with +, or none (default envi+text)",
+        "files for other programs: envi, nrrd, npy, tiff, fits, text beside each array, "
+        "netcdf in each group, joined with +, or none (default envi+text)",
         _sidecars,
+    ),
+    Option(
+        "dataset_name=NAME",
+        "the root group's netCDF file is NAME.nc (default: the source's last component "
+        "without .zarr or .zip)",
+        _dataset_name,
     ),
     Option(
         "text_max=SIZE",

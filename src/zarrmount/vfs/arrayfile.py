@@ -55,6 +55,9 @@ class ArrayFile(Node):
     def fresh_for(self) -> float | None:
         return self.table.arrays.fresh_for(self.array.path)
 
+    def shown_files(self) -> list[Node]:
+        return [self]
+
     def _engine(self) -> ArrayReader | Swapped:
         """The array's engine, made now if it has none (first open, or let go)."""
         engine = self.engine

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 class Listing:
     entries: dict[str, int] = field(default_factory=dict)  # name -> inode
     owners: dict[str, str] = field(default_factory=dict)  # entry name -> child name
+    # arrays among the children that have no entry: name -> why (named by the views of
+    # the whole group)
+    unshown: dict[str, str] = field(default_factory=dict)
 
     def put(self, name: str, owner: str, ino: int) -> None:
         self.entries[name] = ino
@@ -23,4 +26,8 @@ class Listing:
             for n, owner in self.owners.items()
             if owner in same and (n == owner or n not in taken)
         ]
-        return Listing({n: self.entries[n] for n in names}, {n: self.owners[n] for n in names})
+        return Listing(
+            {n: self.entries[n] for n in names},
+            {n: self.owners[n] for n in names},
+            {n: why for n, why in self.unshown.items() if n in same},
+        )

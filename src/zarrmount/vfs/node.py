@@ -85,6 +85,11 @@ class Node:
         """Seconds what the node shows stays trusted (None: as long as its listing)."""
         return None
 
+    def shown_files(self) -> list[Node]:
+        """The array files whose bytes this node shows (the kernel forgets its pages when
+        theirs change)."""
+        return []
+
 
 class Context(Protocol):
     """What nodes share (the inode table, ``vfs/table.py``)."""

@@ -71,6 +71,9 @@ class SidecarFile(Node):
     def fresh_for(self) -> float | None:
         return self.file.fresh_for() if self.sidecar.view else None
 
+    def shown_files(self) -> list[Node]:
+        return [self.file] if self.sidecar.view else []
+
     def open(self, flags: int) -> Handle:
         if not self.sidecar.view:
             return HeaderHandle(self)

@@ -12,11 +12,13 @@ from collections.abc import Callable
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
+from zarrmount.headers.netcdf_group import Member, group_file
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.listing import Listing
+from zarrmount.vfs.netcdffile import NetcdfFile
 from zarrmount.vfs.node import Node
 from zarrmount.vfs.sidecarfile import SidecarFile, subject
 from zarrmount.vfs.sidecars import Sidecar, header_size
@@ -32,6 +34,8 @@ ROOT_INODE = 1
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
 
+STRINGS = "netCDF classic has no variable-length strings"  # why such arrays are left out
+
 
 class InodeTable:
     def __init__(
@@ -40,11 +44,14 @@ class InodeTable:
         arrays: Arrays,
         sidecars: tuple[Sidecar, ...] = (),
         text: bool = True,
+        dataset: str | None = None,
     ) -> None:
         self.tree = tree
         self.arrays = arrays
         self.sidecars = sidecars  # shown beside each array file that has them
         self.text = text  # arrays of strings shown as NAME.txt
+        self.dataset = dataset  # the root group's name: each group is a NAME.nc; None: not
+        self._netcdf: dict[int, NetcdfFile] = {}  # by directory: kept while unchanged
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
         self.total_bytes = 0  # of every array file (statfs)
@@ -81,11 +88,11 @@ class InodeTable:
         of every array): array files, and the sidecar views of them."""
 
         def shows(node: Node) -> bool:
-            file = node.file if isinstance(node, SidecarFile) and node.sidecar.view else node
-            return (
+            return any(
                 isinstance(file, ArrayFile)
                 and file.table is self
                 and (paths is None or file.array.path in paths)
+                for file in node.shown_files()
             )
 
         return [ino for ino, node in self._nodes.items() if shows(node)]
@@ -109,6 +116,8 @@ class InodeTable:
             model = child.node
             if isinstance(model, HiddenNode):
                 log.warning("not shown: %s %r: %s", model.kind, model.path or "/", model.reason)
+                if model.kind == "array":
+                    listing.unshown[child.name] = model.reason
             elif isinstance(model, GroupNode):
                 node = self.add(Directory(self.next_ino(), parent.ino, model, self))
                 listing.put(child.name, child.name, node.ino)
@@ -124,6 +133,7 @@ class InodeTable:
             self._add_sidecars(parent, name, file, listing)
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
+        self._add_netcdf(parent, listing)
         return listing
 
     def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, listing: Listing) -> None:
@@ -138,6 +148,37 @@ class InodeTable:
             node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self)
             listing.put(name + sidecar.suffix, name, self.add(node).ino)
 
+    def _add_netcdf(self, parent: Node, listing: Listing) -> None:
+        """``NAME.nc``: the group's arrays in one netCDF file, made again only when they or
+        the group's attributes change."""
+        group = parent.model
+        if self.dataset is None or not isinstance(group, GroupNode):
+            return
+        name = (group.path.rpartition("/")[2] or self.dataset) + ".nc"
+        if name in listing.entries:
+            log.warning("%s: no netCDF file: a node of that name exists", name)
+            return
+        members, files = [], {}
+        for owner in dict.fromkeys(listing.owners.values()):
+            model = self.model(listing, owner)
+            if not isinstance(model, ArrayNode):
+                continue
+            node = self._nodes.get(listing.entries.get(owner, 0))
+            if isinstance(node, ArrayFile):
+                files[owner] = node
+                members.append(Member(owner, model.meta, self.arrays.dtype(model.meta)))
+            else:
+                members.append(Member(owner, None, None, STRINGS))
+        members += [Member(name, None, None, why) for name, why in listing.unshown.items()]
+        key = (group, tuple(f.ino for f in files.values()))
+        made = self._netcdf.get(parent.ino)
+        if made is None or made.key != key:
+            found = group_file(group.attributes, members, group.path or "/")
+            shown = [files[m.name] for m in found.members]
+            made = NetcdfFile(self.next_ino(), parent.ino, found, shown, key)
+            self._netcdf[parent.ino] = self.add(made)
+        listing.put(name, name, made.ino)
+
     async def _add_text(
         self, parent: Node, name: str, array: ArrayNode, file: ArrayFile | None, listing: Listing
     ) -> None:
@@ -145,6 +186,7 @@ class InodeTable:
         if not self.text:
             if file is None:
                 log.warning("not shown: array %r: strings (-o sidecars=...+text)", array.path)
+                listing.unshown[name] = STRINGS
             return
         if name + ".txt" in listing.entries:
             log.warning("%s: no text sidecar: a node of that name exists", name)
@@ -154,6 +196,8 @@ class InodeTable:
             size = await text.measure()
         except (TooLong, FsError) as e:
             log.warning("not shown: %s.txt: %s", array.path or name, e)
+            if file is None:
+                listing.unshown[name] = STRINGS
             return
         if file is None:
             self.noticed(array.path, array.meta.attributes, size)
