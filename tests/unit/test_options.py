@@ -106,8 +106,9 @@ def test_every_sidecar_kind_the_option_accepts_is_a_sidecar():
     from zarrmount.options import SIDECAR_KINDS
     from zarrmount.vfs.sidecars import SIDECARS
 
-    # text files are made by the inode table (they need the array decoded), not SIDECARS
-    assert list(SIDECAR_KINDS) == [*SIDECARS, "text"]
+    # text files are made by the inode table (they need the array decoded), and netCDF
+    # files by it too (one per group, of all its arrays), not SIDECARS
+    assert list(SIDECAR_KINDS) == [*SIDECARS, "netcdf", "text"]
 
 
 def test_default_sidecars_are_envi_headers_and_text():
