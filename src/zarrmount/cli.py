@@ -258,7 +258,8 @@ def _inspect(source: str, options: MountOptions, as_json: bool) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     dialect, root, _ = _open(source, options)
-    print(inspect(dialect, root, as_json, options.sidecars))
+    dataset = options.dataset_name or dataset_name(source)
+    print(inspect(dialect, root, as_json, options.sidecars, dataset))
     return 0
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
+from zarrmount.headers.netcdf_group import STRINGS, why_not
 from zarrmount.hierarchy import Dialect, walk
 from zarrmount.options import SIDECAR_KINDS
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
@@ -24,7 +25,17 @@ def _conventions(attributes: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
+def _netcdf(meta, file: str, dataset: str) -> dict[str, Any]:
+    """The group's netCDF file that holds the array, or why it is left out."""
+    group, _, name = file.rpartition("/")
+    why = STRINGS if meta.strings else why_not(name, meta, meta.dtype)
+    if why:
+        return {"reason": why}
+    own = group.rpartition("/")[2] or dataset
+    return {"file": f"{group}/{own}.nc" if group else f"{own}.nc"}
+
+
+def _sidecars(meta, file: str, kinds: list[str], dataset: str) -> dict[str, Any]:
     """Each sidecar kind's file, or why the array has none."""
     name = file.rpartition("/")[2]
     raw = [] if meta.strings else kinds  # no raw form: no header describes one
@@ -36,10 +47,14 @@ def _sidecars(meta, file: str, kinds: list[str]) -> dict[str, Any]:
     if "text" in kinds and (meta.strings or meta.dtype.kind in "US"):
         # its size (within text_max, or not shown) is measured when its group is listed
         found["text"] = {"file": file + ".txt"}
+    if "netcdf" in kinds and file != ROOT_ARRAY_NAME:
+        found["netcdf"] = _netcdf(meta, file, dataset)
     return found
 
 
-def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> dict[str, Any]:
+def describe(
+    node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS, dataset: str = "root"
+) -> dict[str, Any]:
     if isinstance(node, HiddenNode):
         return {"path": node.path, "type": node.kind, "shown": False, "reason": node.reason}
     if isinstance(node, GroupNode):
@@ -69,7 +84,7 @@ def describe(node: Node, kinds: tuple[str, ...] | list[str] = SIDECAR_KINDS) -> 
         "fill_value": meta.fill_json,
         "codecs": meta.codecs,
         "size": None if meta.strings else meta.nbytes,
-        "sidecars": _sidecars(meta, node.path or ROOT_ARRAY_NAME, list(kinds)),
+        "sidecars": _sidecars(meta, node.path or ROOT_ARRAY_NAME, list(kinds), dataset),
         "attributes": meta.attributes,
     }
 
@@ -121,13 +136,20 @@ def _sidecar_notes(sidecars: dict[str, Any]) -> str:
     return notes + (f"  (none for {'; '.join(missing)})" if missing else "")
 
 
-def inspect(dialect: Dialect, root: Node, as_json: bool, kinds: list[str] | None = None) -> str:
+def inspect(
+    dialect: Dialect,
+    root: Node,
+    as_json: bool,
+    kinds: list[str] | None = None,
+    dataset: str = "root",
+) -> str:
     """The tree, one line a node (JSON with ``as_json``). Each array's line names its file
     as ``MNT/PATH``, MNT standing for the mountpoint, and its sidecars of ``kinds`` (those
-    of ``-o sidecars``; every kind when none is asked for), or why it has none."""
+    of ``-o sidecars``; every kind when none is asked for), or why it has none; ``dataset``
+    names the root group's netCDF file."""
     nodes = []
     for node in walk(dialect, root):
-        found = describe(node, kinds or list(SIDECAR_KINDS))
+        found = describe(node, kinds or list(SIDECAR_KINDS), dataset)
         if found["type"] == "array" and found["shown"]:
             found["from"] = dialect.store.origins(node.data_prefix.rstrip("/"))
         nodes.append(found)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,13 +51,17 @@ class Attribute:
     count: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Variable:
     name: str
     dimids: tuple[int, ...]
     nc_type: int
     nbytes: int  # of its elements
-    attributes: Callable[[int], list[Attribute]]  # for a format version: made when needed
+    source: Any  # what its attributes are made from, when needed (Classic's ``attributes``)
+
+
+# (a variable's source, format version) -> its attributes
+Attributes = Callable[[Any, int], list[Attribute]]
 
 
 def _pad4(data: bytes) -> bytes:
@@ -66,8 +71,9 @@ def _pad4(data: bytes) -> bytes:
 class _Encoder:
     """The header's pieces in one format version."""
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int, attributes: Attributes) -> None:
         self.version = version
+        self.attributes_of = attributes
         self.count = ">Q" if version == 5 else ">I"  # NON_NEG
         self.offset = ">i" if version == 1 else ">q"  # a variable's begin
 
@@ -100,7 +106,7 @@ class _Encoder:
                 self.name(var.name),
                 self.non_neg(len(var.dimids)),
                 b"".join(self.non_neg(d) for d in var.dimids),
-                self.attributes(var.attributes(self.version)),
+                self.attributes(self.attributes_of(var.source, self.version)),
                 struct.pack(">i", var.nc_type),
                 self.non_neg(_vsize(var.nbytes)),
                 struct.pack(self.offset, begin),
@@ -122,10 +128,11 @@ class Classic:
         dims: Sequence[tuple[str, int]],
         attributes: Callable[[int], list[Attribute]],
         variables: Sequence[Variable],
+        of_variable: Attributes,
     ) -> None:
         self.version = version
         self.variables = list(variables)
-        enc = self.encoder = _Encoder(version)
+        enc = self.encoder = _Encoder(version, of_variable)
         self.start = b"".join(
             (
                 b"CDF" + bytes([version]),
@@ -169,14 +176,18 @@ def classic(
     dims: Sequence[tuple[str, int]],
     attributes: Callable[[int], list[Attribute]],
     variables: Sequence[Variable],
+    of_variable: Attributes,
 ) -> Classic:
     """The layout in the least version that holds it: CDF-5 for its types, or counts and
-    variables past the 32-bit fields; CDF-2 when offsets pass 2 GiB; else CDF-1."""
+    variables past the 32-bit fields; CDF-2 when offsets pass 2 GiB; else CDF-1.
+    ``attributes``: the global ones, ``of_variable``: a variable's, for a version."""
     wide = any(v.nc_type in CDF5_TYPES or v.nbytes > _MAX_VSIZE for v in variables)
     if wide or any(length > _MAX_COUNT for _, length in dims):
-        return Classic(5, dims, attributes, variables)
-    layout = Classic(1, dims, attributes, variables)
-    return Classic(2, dims, attributes, variables) if layout.size > _MAX_CDF1 else layout
+        return Classic(5, dims, attributes, variables, of_variable)
+    layout = Classic(1, dims, attributes, variables, of_variable)
+    if layout.size > _MAX_CDF1:
+        return Classic(2, dims, attributes, variables, of_variable)
+    return layout
 
 
 def supports(version: int, nc_type: int) -> bool:

@@ -10,7 +10,7 @@ import json
 import logging
 import struct
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from zarrmount.headers.netcdf import (
 log = logging.getLogger(__name__)
 
 OMITTED = "zarrmount_omitted"  # the global attribute naming the arrays left out, and why
+STRINGS = "netCDF classic has no variable-length strings"  # why such arrays are left out
 
 # (NumPy kind, item size) -> nc_type; unsigned 8/16/32-bit as the signed type + _Unsigned
 _TYPES: dict[tuple[str, int], int] = {
@@ -115,6 +116,7 @@ class _Dimensions:
     def __init__(self) -> None:
         self.lengths: dict[str, int] = {}
         self.ids: dict[str, int] = {}
+        self.tuples: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     def take(self, name: str, length: int, user: str) -> int:
         """The id of the dimension ``name`` of ``length`` (``user`` names the array)."""
@@ -127,6 +129,10 @@ class _Dimensions:
             self.ids[found] = len(self.ids)
             self.lengths[found] = length
         return self.ids[found]
+
+    def shared(self, dimids: tuple[int, ...]) -> tuple[int, ...]:
+        """One tuple for every variable over the same dimensions (10,000 of them)."""
+        return self.tuples.setdefault(dimids, dimids)
 
 
 def _names(name: str, meta: ArrayMeta) -> list[str]:
@@ -203,6 +209,12 @@ def _fill_attribute(meta: ArrayMeta, dtype: np.dtype, code: int) -> list[Attribu
     return [Attribute("_FillValue", code, typed.tobytes(), 1)]
 
 
+def _member_attributes(member: Member, version: int) -> list[Attribute]:
+    """A variable's attributes, made again each time its header entry is (never held)."""
+    assert member.meta is not None and member.dtype is not None  # a variable's
+    return _variable_attributes(member.meta, member.dtype, version)
+
+
 def _variable_attributes(meta: ArrayMeta, dtype: np.dtype, version: int) -> list[Attribute]:
     code = nc_type(dtype)
     own = dict(meta.attributes)
@@ -249,17 +261,12 @@ def group_file(attributes: dict[str, Any], members: Sequence[Member], where: str
             names.append(f"strlen{dtype.itemsize}")
         user = f"{where}/{m.name}"
         dimids = tuple(dims.take(n, k, user) for n, k in zip(names, lengths, strict=True))
-        attrs = _attributes_of(meta, dtype)
-        variables.append(Variable(m.name, dimids, nc_type(dtype), meta.nbytes, attrs))
+        variables.append(Variable(m.name, dims.shared(dimids), nc_type(dtype), meta.nbytes, m))
         shown.append(m)
     layout = classic(
         list(dims.lengths.items()),
         lambda version: _global_attributes(attributes, omitted, version),
         variables,
+        _member_attributes,
     )
     return GroupFile(layout, shown, omitted)
-
-
-def _attributes_of(meta: ArrayMeta, dtype: np.dtype) -> Callable[[int], list[Attribute]]:
-    """A variable's attributes, made again each time its header entry is (never held)."""
-    return lambda version: _variable_attributes(meta, dtype, version)

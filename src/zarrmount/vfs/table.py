@@ -12,7 +12,7 @@ from collections.abc import Callable
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
-from zarrmount.headers.netcdf_group import Member, group_file
+from zarrmount.headers.netcdf_group import STRINGS, Member, group_file
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
@@ -33,8 +33,6 @@ ROOT_INODE = 1
 # Read-only array files whose engine is kept after their last close, most recent first: a
 # file opened again soon keeps its plans. Each may hold a few MiB (see docs/cache.md).
 KEEP_CLOSED = 8
-
-STRINGS = "netCDF classic has no variable-length strings"  # why such arrays are left out
 
 
 class InodeTable:
