@@ -1,7 +1,8 @@
 """More cases for scripts/bench (``--more``): a sequential write, reads from S3, GDAL
 through the mount against its own Zarr driver (``--cases gdal``, scripts/_bench_gdal.py),
 a hierarchy of 10,000 arrays listed (``--cases tree``, scripts/_bench_tree.py), eight
-readers at once (``--cases readers``, scripts/_bench_readers.py), random writes into
+readers at once (``--cases readers``, scripts/_bench_readers.py), a group read as its
+netCDF file (``--cases netcdf``, scripts/_bench_netcdf.py), random writes into
 shards (``--cases amplification``), and reads
 of an Icechunk repository (``--cases icechunk``); the first two by default.
 
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bench_amplification  # noqa: E402
 import _bench_data as d  # noqa: E402
 import _bench_gdal  # noqa: E402
+import _bench_netcdf  # noqa: E402
 import _bench_readers  # noqa: E402
 import _bench_remote  # noqa: E402
 import _bench_sys as b  # noqa: E402
@@ -195,6 +197,7 @@ def main() -> int:
                 "gdal": lambda: _bench_gdal.run(args, work),
                 "tree": lambda: _bench_tree.run(args, work),
                 "readers": lambda: _bench_readers.run(args, work),
+                "netcdf": lambda: _bench_netcdf.run(args, work),
                 "amplification": lambda: _bench_amplification.run(args, work),
             }[case]()
     except b.BenchError as e:

@@ -129,8 +129,8 @@ def expected_magic(root, group: str = "") -> bytes:
     CDF-1 (CDF-2 is for files past 2 GiB)."""
     with _quiet():
         arrays = zarr.open_group(root, path=group, mode="r").arrays()
-        kinds = [a.dtype for _, a in arrays if not _unsupported(a.dtype)]
-    wide = any(dt.kind in "iu" and dt.itemsize == 8 for dt in kinds)
+        dtypes = [a.dtype for _, a in arrays if not _unsupported(a.dtype)]
+    wide = any(dt.kind in "iu" and dt.itemsize == 8 for dt in dtypes)
     return b"CDF\x05" if wide else b"CDF\x01"
 
 
