@@ -431,3 +431,13 @@ def find_daemon_pids(mountpoint: str) -> list[int]:
 def find_daemon_pid(mountpoint: str) -> int | None:
     pids = find_daemon_pids(mountpoint)
     return pids[0] if pids else None
+
+
+@contextlib.contextmanager
+def mounted_formats(roots: dict[int, str], sidecars: str, tag: str) -> Iterator[dict[int, Mount]]:
+    """One mount of each store in ``roots`` (Zarr format -> store), all live at once."""
+    with contextlib.ExitStack() as stack:
+        yield {
+            fmt: stack.enter_context(mounted(root, sidecars=sidecars, tag=f"{tag}-v{fmt}"))
+            for fmt, root in roots.items()
+        }

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import zarr
 from astropy.io import fits
-from helpers.mounting import mounted
+from helpers.mounting import mounted, mounted_formats
 from zarr.codecs import BytesCodec
 
 pytestmark = pytest.mark.mount
@@ -124,11 +124,8 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mounts(store):
-    with (
-        mounted(store[2], sidecars="fits", tag="fits-v2") as m2,
-        mounted(store[3], sidecars="fits", tag="fits-v3") as m3,
-    ):
-        yield {2: m2, 3: m3}
+    with mounted_formats(store, "fits", "fits") as found:
+        yield found
 
 
 def _oracle(root: str, path: str) -> np.ndarray:

@@ -39,7 +39,7 @@ import pytest
 import xarray as xr
 import zarr
 from helpers import corpus as corpus_mod
-from helpers.mounting import mounted, run_cli, wait_until
+from helpers.mounting import mounted, mounted_formats, run_cli, wait_until
 
 pytestmark = pytest.mark.mount
 
@@ -291,11 +291,8 @@ def small(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_mounts(small):
-    with (
-        mounted(small[2], sidecars="netcdf", tag="nc-small-v2") as m2,
-        mounted(small[3], sidecars="netcdf", tag="nc-small-v3") as m3,
-    ):
-        yield {2: m2, 3: m3}
+    with mounted_formats(small, "netcdf", "nc-small") as found:
+        yield found
 
 
 @pytest.mark.parametrize("engine", ["scipy", "netcdf4"])
@@ -607,11 +604,8 @@ def odd(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def odd_mounts(odd):
-    with (
-        mounted(odd[2], sidecars="netcdf", tag="nc-odd-v2") as m2,
-        mounted(odd[3], sidecars="netcdf", tag="nc-odd-v3") as m3,
-    ):
-        yield {2: m2, 3: m3}
+    with mounted_formats(odd, "netcdf", "nc-odd") as found:
+        yield found
 
 
 def _odd_names(fmt: int) -> set[str]:
