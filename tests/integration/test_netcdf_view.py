@@ -775,3 +775,56 @@ def test_a_real_array_named_like_the_nc_stays_the_real_node(tmp_path):
         assert np.fromfile(mount.p("g/g.nc"), dtype="u1").tolist() == [1, 2, 3, 4, 5]
         assert os.listdir(mount.p("g")).count("g.nc") == 1
         mount.assert_alive()
+
+
+# -------------------------------------------------------------- a group of 10,000 arrays
+
+MANY = 10_000
+MANY_CACHE_MIB = 64
+
+
+def _write_many(root: Path) -> None:
+    """A v2 group of MANY small float32 arrays with attributes, as the v2 spec lays out
+    metadata (no chunks written: every array is its fill value, 1.5)."""
+    group = root / "g"
+    group.mkdir(parents=True)
+    for where in (root, group):
+        (where / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
+    zarray = {
+        "zarr_format": 2,
+        "shape": [3],
+        "chunks": [3],
+        "dtype": "<f4",
+        "compressor": None,
+        "fill_value": 1.5,
+        "order": "C",
+        "filters": None,
+    }
+    for i in range(MANY):
+        array = group / f"v{i:05d}"
+        array.mkdir()
+        (array / ".zarray").write_text(json.dumps(zarray))
+        attrs = {"_ARRAY_DIMENSIONS": ["n"], "units": "m", "long_name": f"variable {i}"}
+        (array / ".zattrs").write_text(json.dumps(attrs))
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_group_of_10000_arrays_opens_without_reading_a_variable(tmp_path):
+    _write_many(tmp_path / "many.zarr")
+    options = [f"cache_size={MANY_CACHE_MIB}M"]
+    with mounted(tmp_path / "many.zarr", options, sidecars="netcdf", tag="nc-many") as m:
+        with netCDF4.Dataset(m.p("g/g.nc")) as f:
+            assert len(f.variables) == MANY
+            last = f["v09999"]
+            assert last.dimensions == ("n",) and last.getncattr("long_name") == "variable 9999"
+            stats = json.loads(run_cli(["--stats", m.path, "--json"], timeout=60).stdout)
+            # the header is followed by a gap the kernel's read-ahead does not cross
+            assert stats["cache_misses"] == 0, stats
+            np.testing.assert_array_equal(last[...], np.full(3, 1.5, "f4"))
+        assert _peak_rss_mib(m.proc.pid) <= MANY_CACHE_MIB + 150

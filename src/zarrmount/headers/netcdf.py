@@ -41,6 +41,9 @@ _DIMENSION, _VARIABLE, _ATTRIBUTE = 10, 11, 12
 _MAX_COUNT = (1 << 31) - 1
 _MAX_VSIZE = (1 << 32) - 4
 _MAX_CDF1 = (1 << 31) - 1  # every offset, hence the whole file, of a CDF-1 file
+# headers from this size on are followed by _GAP zeros: a sequential reader of the header
+# has the kernel read up to two windows ahead (read_ahead_kb 1024 as mounted: 2 MiB)
+_GAP_FROM, _GAP = 64 << 10, 4 << 20
 
 
 @dataclass(frozen=True)
@@ -147,13 +150,17 @@ class Classic:
         # offsets of the variables' entries in the header, and the end of the last
         self.entries = len(self.start) + np.concatenate(([0], np.cumsum(sizes)))
         self.header_size = int(self.entries[-1])
+        self.data_start = _data_start(self.header_size)
         vsizes = np.fromiter((_vsize(v.nbytes) for v in self.variables), np.int64)
-        self.begins = self.header_size + np.concatenate(([0], np.cumsum(vsizes)))
+        self.begins = self.data_start + np.concatenate(([0], np.cumsum(vsizes)))
         self.size = int(self.begins[-1])
 
     def header(self, start: int, stop: int) -> bytes:
-        """Bytes ``[start, stop)`` of the header: only the entries they reach are made."""
-        stop = min(stop, self.header_size)
+        """Bytes ``[start, stop)`` before the data: the header, of which only the entries
+        they reach are made, then zeros."""
+        stop = min(stop, self.data_start)
+        if stop > self.header_size:
+            return self.header(start, self.header_size) + bytes(stop - max(start, self.header_size))
         if start >= stop:
             return b""
         first = max(int(np.searchsorted(self.entries, start, "right")) - 1, 0)
@@ -170,6 +177,15 @@ class Classic:
     def find(self, offset: int) -> int:
         """The variable whose data (or padding) holds byte ``offset`` of the file."""
         return int(np.searchsorted(self.begins, offset, "right")) - 1
+
+
+def _data_start(header_size: int) -> int:
+    """Where the data begins: after a large header (many variables), a gap as long as the
+    kernel may read ahead of a reader of the header, so that opening the file reads no
+    variable; readers go by each variable's ``begin``, netCDF-C leaves such space too."""
+    if header_size < _GAP_FROM:
+        return header_size
+    return -(-header_size // 4096) * 4096 + _GAP
 
 
 def classic(

@@ -36,7 +36,12 @@ def conversion(dtype: np.dtype) -> Convert | None:
 
 
 class NetcdfFile(Node):
-    __slots__ = ("made", "files", "key")
+    """The kernel keeps pages of the variables read through this file only: their array
+    files alone decide its mtime, checked each period (``fresh_for`` None), not as often
+    as the array file that expires first (a group of 10,000 arrays is asked for its
+    attributes as often as one array)."""
+
+    __slots__ = ("made", "files", "key", "read")
 
     def __init__(
         self, ino: int, parent: int, made: GroupFile, files: list[ArrayFile], key: object
@@ -45,6 +50,7 @@ class NetcdfFile(Node):
         self.made = made
         self.files = files  # the array file of each variable, in the file's order
         self.key = key  # what it was made from: unchanged, a reload keeps this node
+        self.read: dict[int, ArrayFile] = {}  # the files of the variables read so far
 
     def mode(self, read_only: bool) -> int:
         return stat.S_IFREG | 0o444
@@ -53,15 +59,11 @@ class NetcdfFile(Node):
         return self.made.layout.size
 
     def mtime_ns(self) -> int | None:
-        return max((f.mtime_ns() or 0 for f in self.files), default=0) or None
+        return max((f.mtime_ns() or 0 for f in self.read.values()), default=0) or None
 
     async def revalidate(self) -> None:
-        for file in self.files:
+        for file in list(self.read.values()):
             await file.revalidate()
-
-    def fresh_for(self) -> float | None:
-        found = [t for t in (f.fresh_for() for f in self.files) if t is not None]
-        return min(found, default=None)
 
     def shown_files(self) -> list[Node]:
         return list(self.files)
@@ -86,9 +88,9 @@ class NetcdfHandle(Handle):
         layout = self.file.made.layout
         end = min(offset + size, layout.size)
         parts: list[memoryview | bytes] = []
-        if offset < layout.header_size:
+        if offset < layout.data_start:
             parts.append(layout.header(offset, end))
-            offset = min(end, layout.header_size)
+            offset = min(end, layout.data_start)
         while offset < end:
             i = layout.find(offset)
             begin = int(layout.begins[i])
@@ -119,7 +121,8 @@ class NetcdfHandle(Handle):
     async def _handle(self, i: int) -> Handle:
         handle = self.opened.get(i)
         if handle is None:
-            handle = self.opened[i] = self.file.files[i].open(os.O_RDONLY)
+            file = self.file.read.setdefault(i, self.file.files[i])
+            handle = self.opened[i] = file.open(os.O_RDONLY)
             while len(self.opened) > OPEN_ARRAYS:
                 await self.opened.popitem(last=False)[1].release()
         self.opened.move_to_end(i)
