@@ -22,6 +22,9 @@ GAUGES = {
     "open_handles",
     "inodes",
     "journal_segments",
+    "memory_rss_bytes",
+    "memory_heap_bytes",
+    "memory_python_blocks",
 }
 # Seconds: from a 4 KiB read served from the cache (tens of microseconds) to a stalled store.
 BUCKETS = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)

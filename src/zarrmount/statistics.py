@@ -16,6 +16,7 @@ _GROUPS = (
     ("cache", "cache_"),
     ("disk cache", "disk_cache_"),
     ("journal", "journal_"),
+    ("memory", "memory_"),
 )
 
 

@@ -24,6 +24,7 @@ from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
 from zarrmount.options import MountOptions
+from zarrmount.process_memory import memory_stats
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Handle, Node
 from zarrmount.vfs.table import ROOT_INODE, InodeTable
@@ -344,6 +345,7 @@ class Filesystem:
                 "open_handles": len(self._handles),
                 "inodes": len(self.table),
             }
+            | memory_stats()
             | {f"requests_{kind}": n for kind, n in sorted(self.requests.items())}
         )
 
