@@ -4,6 +4,8 @@ removed ones leave the listing, and a new real node takes a sidecar's name."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import trio
 import zarr
@@ -50,3 +52,45 @@ def test_reload_keeps_what_did_not_change(tmp_path):
 
     trio.run(main)
     assert np.array_equal(zarr.open_array(root, path="same", mode="r")[...], np.ones((4, 4)))
+
+
+def test_nodes_a_reload_removed_go_with_their_last_reference(tmp_path):
+    """Inodes a reload retires are dropped at once when nothing holds them, else when the
+    kernel forgets its lookups and the last handle closes; numbers are never reused."""
+    root = str(tmp_path / "r.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    group.create_array("keep", shape=(2,), dtype="u1")
+    sub = group.create_group("sub")
+    sub.create_array("inner", shape=(2,), dtype="u1")
+    options = MountOptions(sidecars=["envi", "netcdf"], dataset_name="r")
+    fs = assemble(*_open(root), options).fs
+
+    async def main() -> None:
+        await fs.table[ROOT_INODE].children()
+        start = len(fs.table)
+        for round in range(3):  # an array comes and goes: nothing looked it up
+            group.create_array("brief", shape=(4, 4), dtype="<f4")
+            await fs.reload(*_open(root)[:2])
+            del group["brief"]
+            await fs.reload(*_open(root)[:2])
+            assert len(fs.table) == start, round
+        group.create_array("held", shape=(4, 4), dtype="<f4")
+        await fs.reload(*_open(root)[:2])
+        held = (await fs.lookup(ROOT_INODE, "held")).ino
+        listed = (await fs.lookup(ROOT_INODE, "sub")).ino
+        inner = (await fs.lookup(listed, "inner")).ino
+        fh = fs.open(held, os.O_RDONLY)
+        numbers = set(range(1, max(fs.table._nodes) + 1))
+        del group["held"]
+        del group["sub"]
+        await fs.reload(*_open(root)[:2])
+        assert fs.table[held].size() == 64 and fs.table[inner].size() == 2  # still held
+        fs.forget([(held, 1), (listed, 1), (inner, 1)])
+        assert fs.table[held].size() == 64  # open
+        await fs.release(fh)
+        assert len(fs.table) == start - 1  # sub, with sub/inner and sub/sub.nc, went
+        group.create_array("later", shape=(2,), dtype="u1")
+        await fs.reload(*_open(root)[:2])
+        assert (await fs.table[ROOT_INODE].children())["later"] > max(numbers)
+
+    trio.run(main)

@@ -122,7 +122,8 @@ class Operations(pyfuse3.Operations):
 
     @_guard
     async def forget(self, inode_list):
-        """Inodes live as long as the mount: nothing to drop."""
+        """Nodes a reload retired go with the kernel's last lookup of them."""
+        self.fs.forget(inode_list)
 
     @_guard
     async def opendir(self, inode, ctx):
@@ -145,6 +146,7 @@ class Operations(pyfuse3.Operations):
             name, attr = entries[i]
             if not pyfuse3.readdir_reply(token, os.fsencode(name), _entry(attr), i + 1):
                 break
+            self.fs.listed(attr.ino)  # the kernel holds one more lookup of it
 
     @_guard
     async def releasedir(self, fh):

@@ -116,6 +116,7 @@ class Directory(Node):
         self.listed_at = time.monotonic()
         before, after = old.entries, new.entries
         replaced = {n for n in before.keys() & after.keys() if before[n] != after[n]}
+        self.table.retire(set(before.values()) - set(after.values()))
         return after.keys() - before.keys(), before.keys() - after.keys(), replaced
 
     @property

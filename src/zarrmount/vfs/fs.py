@@ -114,6 +114,7 @@ class Filesystem:
         self.table = table
         self._statistics = statistics
         self._handles: dict[int, Handle] = {}
+        self._handle_inos: dict[int, int] = {}  # the node each handle holds
         self._next_fh = 1
         self._xattrs: OrderedDict[int, dict[str, bytes]] = OrderedDict()  # see KEEP_XATTRS
         self.requests: Counter[str] = Counter()  # by kind, counted by the adapter
@@ -173,6 +174,22 @@ class Filesystem:
         return opts.file_mode if mode & 0o200 else opts.file_mode & ~0o222
 
     async def lookup(self, parent: int, name: str) -> Attr:
+        """The attributes of ``name`` in ``parent``; the kernel now holds one more lookup
+        of it (``forget`` gives it back)."""
+        attr = await self._lookup(parent, name)
+        self.table.hold(attr.ino)
+        return attr
+
+    def listed(self, ino: int) -> None:
+        """A directory entry reached the kernel (one more lookup it holds)."""
+        self.table.hold(ino)
+
+    def forget(self, lookups: list[tuple[int, int]]) -> None:
+        """The kernel forgot these (inode, lookups)."""
+        for ino, count in lookups:
+            self.table.release(ino, count)
+
+    async def _lookup(self, parent: int, name: str) -> Attr:
         node = self.table[parent]
         ttl = self.ttl
         children = await node.children(ttl.metadata)
@@ -203,6 +220,8 @@ class Filesystem:
             raise FsError(errno.EROFS)
         fh = self._next_fh
         self._handles[fh] = node.open(flags)
+        self._handle_inos[fh] = ino
+        self.table.hold(ino)
         self._next_fh += 1
         return fh
 
@@ -239,7 +258,10 @@ class Filesystem:
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if handle is not None:
-            await handle.release()
+            try:
+                await handle.release()
+            finally:
+                self.table.release(self._handle_inos.pop(fh))
 
     def setattr(self, ino: int, size: int | None, mtime_ns: int | None, other: bool) -> Attr:
         """Only a no-op truncation (to 0 or to the size itself) and times can change."""

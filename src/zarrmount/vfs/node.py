@@ -5,6 +5,7 @@ subclass of :class:`Node` (and of :class:`Handle` if it can be opened), never a 
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
@@ -110,6 +111,9 @@ class Context(Protocol):
 
     def forget(self, ino: int, names: set[str]) -> None:
         """The names of directory ``ino`` that changed: the kernel forgets what it kept."""
+
+    def retire(self, inos: Iterable[int]) -> None:
+        """Nodes no listing shows any more: dropped once nothing references them."""
 
     def reopened(self, node: Node) -> None:
         """A file let go after its last close is open again."""

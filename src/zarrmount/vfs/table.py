@@ -4,10 +4,11 @@ hierarchy to list, the array engines to open, the mount's settings)."""
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
 
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
@@ -55,6 +56,10 @@ class InodeTable:
         self.total_bytes = 0  # of every array file (statfs)
         self.arrays_seen = 0  # arrays listed (a reload counts changed ones again)
         self._nodes: dict[int, Node] = {}
+        self._inos = itertools.count(ROOT_INODE + 1)  # never one number for two nodes
+        # the kernel's lookups and the open handles of each node (see release)
+        self._refs: Counter[int] = Counter()
+        self._retired: set[int] = set()  # shown by no listing any more, still referenced
         self._closed: OrderedDict[int, Node] = OrderedDict()  # see KEEP_CLOSED
         # directory inode -> entries not from the store (.snapshots): name -> (inode, listed)
         self.extras: dict[int, dict[str, tuple[int, bool]]] = {}
@@ -101,7 +106,45 @@ class InodeTable:
         self.extras.setdefault(parent, {})[name] = (node.ino, listed)
 
     def next_ino(self) -> int:
-        return len(self._nodes) + 1
+        return next(self._inos)
+
+    def hold(self, ino: int, count: int = 1) -> None:
+        """The kernel learnt of ``ino`` (a lookup, a listed entry) or opened it."""
+        self._refs[ino] += count
+
+    def release(self, ino: int, count: int = 1) -> None:
+        """The kernel forgot ``count`` lookups of ``ino``, or closed it: a node no listing
+        shows any more goes with its last reference."""
+        left = self._refs[ino] - count
+        if left > 0:
+            self._refs[ino] = left
+            return
+        self._refs.pop(ino, None)
+        if ino in self._retired:
+            self._drop(ino)
+
+    def retire(self, inos: Iterable[int]) -> None:
+        """Nodes that left their listings (a reload), with what they hold (a group's
+        entries): each goes now if nothing references it, else with its last reference."""
+        stack = list(inos)
+        while stack:
+            ino = stack.pop()
+            node = self._nodes.get(ino)
+            if node is None or ino == ROOT_INODE or ino in self._retired:
+                continue
+            self._retired.add(ino)
+            if isinstance(node, Directory) and node.listing is not None:
+                stack += node.listing.entries.values()
+            stack += [i for i, _listed in self.extras.get(ino, {}).values()]
+            if ino not in self._refs:
+                self._drop(ino)
+
+    def _drop(self, ino: int) -> None:
+        self._retired.discard(ino)
+        self._nodes.pop(ino, None)
+        self._closed.pop(ino, None)
+        self._netcdf.pop(ino, None)  # a directory's
+        self.extras.pop(ino, None)
 
     async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
         """The listing of ``parent`` holding ``children``: their nodes, and the sidecars of
