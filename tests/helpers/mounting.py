@@ -441,3 +441,12 @@ def mounted_formats(roots: dict[int, str], sidecars: str, tag: str) -> Iterator[
             fmt: stack.enter_context(mounted(root, sidecars=sidecars, tag=f"{tag}-v{fmt}"))
             for fmt, root in roots.items()
         }
+
+
+def process_memory(pid: int, field: str = "VmHWM") -> int:
+    """A ``/proc/PID/status`` memory figure (``VmHWM``: the peak resident set so far,
+    ``VmRSS``: now) of a process, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) << 10
+    raise AssertionError(f"no {field} in /proc/{pid}/status")

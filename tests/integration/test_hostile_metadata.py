@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zarr
 from helpers import rw_tools
-from helpers.mounting import mounted, run_cli
+from helpers.mounting import mounted, process_memory, run_cli
 from helpers.oracle import read_file
 
 pytestmark = pytest.mark.mount
@@ -148,15 +148,6 @@ WIDE = 100_000
 WIDE_CACHE = 256 << 20
 
 
-def _peak_rss(pid: int) -> int:
-    """The process's peak resident set so far (``VmHWM``), in bytes."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) << 10
-    raise AssertionError(f"no VmHWM in /proc/{pid}/status")
-
-
 def test_a_group_of_100000_arrays_lists_within_the_memory_budget():
     # A tmpfs: 100,000 directories are made in seconds and gone at once with it.
     with rw_tools.tmpfs("1G", tag="wide") as fs_dir:
@@ -194,5 +185,5 @@ def test_a_group_of_100000_arrays_lists_within_the_memory_budget():
             assert json.loads(os.getxattr(m.p("a099999"), "user.zarr.shape")) == [4]
             m.assert_alive()
             assert m.stats()["inodes"] == WIDE + 1  # still answering
-            peak = _peak_rss(m.proc.pid)
+            peak = process_memory(m.proc.pid)
     assert peak < WIDE_CACHE + (150 << 20), f"peak RSS {peak >> 20} MiB"

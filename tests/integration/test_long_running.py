@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
-from helpers.mounting import mounted, run_cli, wait_until
+from helpers.mounting import mounted, process_memory, run_cli, wait_until
 
 pytestmark = pytest.mark.mount
 
@@ -30,13 +29,6 @@ def _stats(path: str) -> dict[str, int]:
     done = run_cli(["--stats", path, "--json"], timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def _vm(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) << 10
-    raise AssertionError(f"no {field}")
 
 
 def _values(path: str) -> list[float] | None:
@@ -79,4 +71,4 @@ def test_reloads_that_add_and_remove_arrays_leave_no_node_behind(tmp_path):
             _stats(m.path)["inodes"],
             start,
         )
-        assert _vm(m.proc.pid, "VmHWM") <= (CACHE_MIB + 150) << 20
+        assert process_memory(m.proc.pid) <= (CACHE_MIB + 150) << 20

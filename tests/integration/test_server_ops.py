@@ -26,6 +26,7 @@ import zarr
 from helpers.mounting import (
     mounted,
     new_mountpoint,
+    process_memory,
     remove_mountpoint,
     run_cli,
     wait_until,
@@ -200,20 +201,13 @@ def test_stats_count_a_known_workload_exactly(store):
     assert refused.returncode != 0 and "no zarrmount daemon" in refused.stderr
 
 
-def _vm_rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_stats_report_the_daemons_memory(store):
     """What the kernel says of the daemon's resident set, and the allocators' figures."""
     with mounted(store, tag="stats-memory") as m:
         done = run_cli(["--stats", m.path, "--json"], timeout=WAIT_S)
         assert done.returncode == 0, done.stderr
         stats = json.loads(done.stdout)
-        rss = _vm_rss(m.proc.pid)
+        rss = process_memory(m.proc.pid, "VmRSS")
         assert abs(stats["memory_rss_bytes"] - rss) < 64 << 20, (stats, rss)
         assert 0 < stats["memory_heap_bytes"] < rss
         assert stats["memory_python_blocks"] > 10_000  # a daemon's modules and objects
