@@ -94,3 +94,48 @@ def test_nodes_a_reload_removed_go_with_their_last_reference(tmp_path):
         assert (await fs.table[ROOT_INODE].children())["later"] > max(numbers)
 
     trio.run(main)
+
+
+def test_an_array_a_reload_replaced_is_read_anew(tmp_path):
+    """Chunks cached of an array a reload found removed or replaced (other metadata) are
+    not served for its successor at the same path, even when cached chunks are trusted for
+    good (an array whose metadata did not change keeps its chunks until the period)."""
+    root = str(tmp_path / "r.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    group.create_array("a", shape=(8,), chunks=(4,), dtype="<i4")[...] = np.arange(8)
+    options = MountOptions(sidecars=[], metadata_ttl=None, negative_ttl=None)
+    fs = assemble(*_open(root), options).fs
+
+    async def read(name: str, parent: int = ROOT_INODE) -> np.ndarray:
+        ino = (await fs.lookup(parent, name)).ino
+        fh = fs.open(ino, os.O_RDONLY)
+        try:
+            return np.frombuffer(bytes(await fs.read(fh, 0, 32)), "<i4").copy()
+        finally:
+            await fs.release(fh)
+
+    async def main() -> None:
+        assert (await read("a")).tolist() == list(range(8))
+        del group["a"]
+        again = group.create_array("a", shape=(8,), chunks=(2,), dtype="<i4")
+        again[...] = 100 + np.arange(8)
+        done = await fs.reload(*_open(root)[:2])
+        assert done.replaced == ["a"]
+        assert (await read("a")).tolist() == (100 + np.arange(8)).tolist()
+        del group["a"]
+        await fs.reload(*_open(root)[:2])
+        group.create_array("a", shape=(8,), chunks=(2,), dtype="<i4")[...] = 200
+        await fs.reload(*_open(root)[:2])  # gone, then back: read anew too
+        assert (await read("a")).tolist() == [200] * 8
+        group.create_group("g").create_array("b", shape=(8,), chunks=(4,), dtype="<i4")[...] = 1
+        await fs.reload(*_open(root)[:2])
+        g = (await fs.lookup(ROOT_INODE, "g")).ino
+        assert (await read("b", g)).tolist() == [1] * 8
+        del group["g"]
+        await fs.reload(*_open(root)[:2])
+        group.create_group("g").create_array("b", shape=(8,), chunks=(2,), dtype="<i4")[...] = 3
+        await fs.reload(*_open(root)[:2])  # a group gone and back: its arrays read anew
+        g = (await fs.lookup(ROOT_INODE, "g")).ino
+        assert (await read("b", g)).tolist() == [3] * 8
+
+    trio.run(main)

@@ -57,6 +57,10 @@ class Arrays:
         """Seconds the array's cached chunks stay trusted (None: not listed yet, or for good)."""
         return self.shared.revalidation.fresh_for(path)
 
+    def gone(self, paths: set[str]) -> None:
+        """Arrays a reload removed or replaced: nothing cached of them serves another."""
+        self.shared.revalidation.gone(paths)
+
     def changed_ns(self, path: str) -> int | None:
         """When other writers were last seen to change the array's chunks, if ever."""
         return self.shared.revalidation.changed_ns(path)

@@ -167,6 +167,26 @@ class Revalidation:
                 validity.changed_ns = time.time_ns()  # the kernel drops its pages too
                 log.debug("%s: %d cached chunks changed in the store", path or "/", dropped)
 
+    def gone(self, paths: set[str]) -> None:
+        """Nodes a reload found removed or replaced (arrays, groups with their arrays):
+        their cached chunks, open chunk files and listings are dropped, so a successor at
+        the same path (other chunks, other data) is read anew. Dirty chunks stay (they
+        are written back)."""
+        if not paths:
+            return
+        prefixes = tuple(p + "/" for p in paths)
+
+        def under(path: str) -> bool:
+            return path in paths or path.startswith(prefixes)
+
+        def keep(key: Hashable, _entry: object) -> bool:
+            return not (isinstance(key, tuple) and under(key[0]))
+
+        dropped = self.cache.recheck(keep) + self.files.recheck(keep)
+        for path in [p for p in self._arrays if under(p)]:
+            self._arrays.pop(path).forget()
+        log.debug("reload: %d cached chunks of removed or replaced nodes dropped", dropped)
+
     def after_sync(self) -> None:
         """Drop the cached chunks of arrays other writers changed, as the last commit
         found (a transactional store), and tell ``moved`` of them."""

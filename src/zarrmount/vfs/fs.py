@@ -314,6 +314,7 @@ class Filesystem:
                 node = self.table[ino]
                 if isinstance(node, Directory) and node.listed:
                     queue.append((node, f"{path}/{name}" if path else name))
+        self.table.arrays.gone(set(done.removed) | set(done.replaced))
         return done
 
     # -- attributes and statistics -------------------------------------------
