@@ -34,7 +34,7 @@ def _read(paths: list[Path]) -> int:
 
 
 def run(args, work: Path) -> list[str]:
-    store = _bench_readers._ensure(work)
+    store = _bench_readers.ensure(work)
     mnt, log = work / "mnt", work / "zarrmount.log"
     got: dict[str, list[float]] = {"arrays": [], "nc": []}
     rss: list[float] = []

@@ -43,7 +43,7 @@ def _write(store: Path) -> None:
             arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(first, first + d.CHUNKS[0])
 
 
-def _ensure(work: Path) -> Path:
+def ensure(work: Path) -> Path:
     store = work / f"readers_{ARRAYS}x{ROWS}_v{d.DATA_VERSION}.zarr"
     return d.kept(store, {"arrays": ARRAYS, "rows": ROWS}, _write)
 
@@ -66,7 +66,7 @@ def _read_all(paths: list[Path], pid: int | None) -> tuple[float, float]:
 
 
 def run(args, work: Path) -> list[str]:
-    store = _ensure(work)
+    store = ensure(work)
     mnt, log = work / "mnt", work / "zarrmount.log"
     nbytes = ROWS * d.NCOLS * d.DTYPE.itemsize
     cores = len(os.sched_getaffinity(0))

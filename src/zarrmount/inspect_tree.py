@@ -8,7 +8,7 @@ from typing import Any
 from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
-from zarrmount.headers.netcdf_group import STRINGS, why_not
+from zarrmount.headers.netcdf_group import STRINGS, file_name, why_not
 from zarrmount.hierarchy import Dialect, walk
 from zarrmount.options import SIDECAR_KINDS
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
@@ -31,8 +31,8 @@ def _netcdf(meta, file: str, dataset: str) -> dict[str, Any]:
     why = STRINGS if meta.strings else why_not(name, meta, meta.dtype)
     if why:
         return {"reason": why}
-    own = group.rpartition("/")[2] or dataset
-    return {"file": f"{group}/{own}.nc" if group else f"{own}.nc"}
+    own = file_name(group, dataset)
+    return {"file": f"{group}/{own}" if group else own}
 
 
 def _sidecars(meta, file: str, kinds: list[str], dataset: str) -> dict[str, Any]:

@@ -45,6 +45,14 @@ def swapping(stored: np.dtype, shown: np.dtype, flip_sign: bool = False) -> Conv
     return convert
 
 
+def to_big_endian(dtype: np.dtype, flip_sign: bool = False) -> Convert | None:
+    """Elements of ``dtype`` big-endian (the sign bit flipped with ``flip_sign``); None
+    where their bytes already are (single bytes, big-endian)."""
+    if not flip_sign and (dtype.itemsize == 1 or dtype.byteorder == ">"):
+        return None
+    return swapping(dtype, dtype.newbyteorder(">"), flip_sign)
+
+
 def utf8_padded(stored: np.dtype) -> Convert:
     """Fixed-size unicode (UCS-4) as UTF-8, null-padded to the same size (4 bytes per
     character hold any encoding of it)."""
@@ -85,6 +93,7 @@ class Swapped:
         self.stored = engine.meta.dtype
         self.shown = shown
         self.path, self.size, self.writable = engine.path, engine.size, engine.writable
+        self._convert = swapping(self.stored, shown)
 
     @property
     def mtime_ns(self) -> int | None:
@@ -102,8 +111,7 @@ class Swapped:
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None = None) -> memoryview:
         """Bytes ``[offset, offset + size)`` in the shown byte order, short at the end."""
-        convert = swapping(self.stored, self.shown)
-        isz = self.stored.itemsize
+        isz, convert = self.stored.itemsize, self._convert
         return await read_converted(self.engine.read, isz, self.size, convert, offset, size, reply)
 
     async def write(self, offset: int, data: bytes) -> int:

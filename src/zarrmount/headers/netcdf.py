@@ -204,8 +204,3 @@ def classic(
     if layout.size > _MAX_CDF1:
         return Classic(2, dims, attributes, variables, of_variable)
     return layout
-
-
-def supports(version: int, nc_type: int) -> bool:
-    """Whether values of ``nc_type`` may be written in files of ``version``."""
-    return version == 5 or nc_type not in CDF5_TYPES

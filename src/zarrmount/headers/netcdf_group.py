@@ -32,7 +32,6 @@ from zarrmount.headers.netcdf import (
     Classic,
     Variable,
     classic,
-    supports,
 )
 
 log = logging.getLogger(__name__)
@@ -72,6 +71,11 @@ class GroupFile:
     layout: Classic
     members: list[Member]  # of each variable, in the file's order
     omitted: list[tuple[str, str]]  # (array name, why)
+
+
+def file_name(group_path: str, dataset: str) -> str:
+    """A group's netCDF file: its own name, the dataset's for the root, and ``.nc``."""
+    return (group_path.rpartition("/")[2] or dataset) + ".nc"
 
 
 def nc_type(dtype: np.dtype) -> int:
@@ -227,8 +231,10 @@ def _variable_attributes(meta: ArrayMeta, dtype: np.dtype, version: int) -> list
         own.setdefault("dtype", "bool")  # as xarray writes booleans to netCDF
     elif dtype.kind == "U":
         own.setdefault("_Encoding", "utf-8")
+    # 64-bit integer attributes only in CDF-5, whose types only its files hold: every
+    # attribute fits the version it is made for
     found = [attribute(k, v, version) for k, v in own.items() if not name_problem(k)]
-    return [a for a in found if supports(version, a.nc_type)] + _fill_attribute(meta, dtype, code)
+    return found + _fill_attribute(meta, dtype, code)
 
 
 def _global_attributes(
@@ -237,8 +243,7 @@ def _global_attributes(
     own = {k: v for k, v in attributes.items() if not name_problem(k)}
     if omitted:
         own[OMITTED] = "; ".join(f"{name}: {why}" for name, why in omitted)
-    found = [attribute(k, v, version) for k, v in own.items()]
-    return [a for a in found if supports(version, a.nc_type)]
+    return [attribute(k, v, version) for k, v in own.items()]
 
 
 def group_file(attributes: dict[str, Any], members: Sequence[Member], where: str) -> GroupFile:

@@ -42,6 +42,10 @@ class ArrayFile(Node):
     def size(self) -> int:
         return self.array.meta.nbytes
 
+    def dtype(self) -> np.dtype:
+        """The dtype of the file's bytes (the mount's byte order)."""
+        return self.table.arrays.dtype(self.array.meta)
+
     def mtime_ns(self) -> int | None:
         """A writer's last write; else when other writers were last seen to change the
         array (the kernel then drops the pages it kept of it)."""
@@ -110,7 +114,7 @@ class ArrayFile(Node):
 
     def xattrs(self) -> dict[str, bytes]:
         meta = self.array.meta
-        return array_xattrs(self.array.path, meta, self.table.arrays.dtype(meta))
+        return array_xattrs(self.array.path, meta, self.dtype())
 
     async def warm_up(self, budget: int) -> int:
         engine = self._engine()

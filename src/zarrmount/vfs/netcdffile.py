@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from zarrmount.array.byteorder import Convert, read_converted, swapping, utf8_padded
+from zarrmount.array.byteorder import Convert, read_converted, to_big_endian, utf8_padded
 from zarrmount.errors import FsError
 from zarrmount.headers.netcdf_group import GroupFile
 from zarrmount.vfs.arrayfile import ArrayFile
@@ -30,9 +30,7 @@ def conversion(dtype: np.dtype) -> Convert | None:
     None where the bytes are the same (single bytes, byte strings, big-endian already)."""
     if dtype.kind == "U":
         return utf8_padded(dtype)
-    if dtype.itemsize == 1 or dtype.kind == "S" or dtype.str[0] == ">":
-        return None
-    return swapping(dtype, dtype.newbyteorder(">"))
+    return None if dtype.kind == "S" else to_big_endian(dtype)
 
 
 class NetcdfFile(Node):

@@ -20,7 +20,7 @@ from zarrmount.vfs.sidecars import Sidecar, Subject
 def subject(file: ArrayFile, name: str) -> Subject:
     """What a sidecar of the array file ``name`` describes."""
     meta = file.array.meta
-    return Subject(meta.shape, file.table.arrays.dtype(meta), name, meta.attributes)
+    return Subject(meta.shape, file.dtype(), name, meta.attributes)
 
 
 class SidecarFile(Node):
@@ -117,12 +117,12 @@ class ViewHandle(Handle):
         return b"".join(parts)
 
     async def _data(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
-        convert = self.file.sidecar.convert
-        if convert is None:
+        array, convert = self.file.file, self.file.sidecar.convert
+        dtype = array.dtype()
+        how = None if convert is None else convert(dtype)
+        if how is None:
             return await self.inner.read(offset, size, reply)
-        array = self.file.file
-        dtype = subject(array, self.file.name).dtype
-        isz, how = dtype.itemsize, convert(dtype)
+        isz = dtype.itemsize
         return await read_converted(self.inner.read, isz, array.size(), how, offset, size, reply)
 
     async def write(self, offset: int, data: bytes) -> int:

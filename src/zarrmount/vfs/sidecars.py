@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from zarrmount.array.byteorder import Convert, swapping
+from zarrmount.array.byteorder import Convert, to_big_endian
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.tiff import tiff_header_range, tiff_header_size
@@ -39,7 +39,8 @@ class Sidecar:
     view: bool  # the header is followed by the array's bytes
     writable: bool = False  # on rw mounts, writes to the data part reach the array
     # a view whose elements are stored otherwise: the file's dtype -> how they are shown
-    convert: Callable[[np.dtype], Convert] | None = None
+    # (None: as they are)
+    convert: Callable[[np.dtype], Convert | None] | None = None
     block: int = 1  # a view's whole size is a multiple of this (zero-padded)
 
 
@@ -54,9 +55,9 @@ def _made_whole(kind: str, suffix: str, make: Callable[[Subject], bytes], **view
     )
 
 
-def _big_endian(dtype: np.dtype) -> Convert:
+def _big_endian(dtype: np.dtype) -> Convert | None:
     """FITS's data: big-endian, the sign bit flipped where BZERO offsets the values."""
-    return swapping(dtype, dtype.newbyteorder(">"), flips_sign(dtype))
+    return to_big_endian(dtype, flips_sign(dtype))
 
 
 SIDECARS: dict[str, Sidecar] = {

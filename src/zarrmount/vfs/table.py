@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
-from zarrmount.headers.netcdf_group import STRINGS, Member, group_file
+from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
@@ -195,7 +195,7 @@ class InodeTable:
         group = parent.model
         if self.dataset is None or not isinstance(group, GroupNode):
             return
-        name = (group.path.rpartition("/")[2] or self.dataset) + ".nc"
+        name = file_name(group.path, self.dataset)
         if name in listing.entries:
             log.warning("%s: no netCDF file: a node of that name exists", name)
             return
@@ -207,10 +207,10 @@ class InodeTable:
             node = self._nodes.get(listing.entries.get(owner, 0))
             if isinstance(node, ArrayFile):
                 files[owner] = node
-                members.append(Member(owner, model.meta, self.arrays.dtype(model.meta)))
+                members.append(Member(owner, model.meta, node.dtype()))
             else:
                 members.append(Member(owner, None, None, STRINGS))
-        members += [Member(name, None, None, why) for name, why in listing.unshown.items()]
+        members += [Member(array, None, None, why) for array, why in listing.unshown.items()]
         key = (group, tuple(f.ino for f in files.values()))
         made = self._netcdf.get(parent.ino)
         if made is None or made.key != key:
