@@ -3,8 +3,10 @@ through the mount against its own Zarr driver (``--cases gdal``, scripts/_bench_
 a hierarchy of 10,000 arrays listed (``--cases tree``, scripts/_bench_tree.py), eight
 readers at once (``--cases readers``, scripts/_bench_readers.py), a group read as its
 netCDF file (``--cases netcdf``, scripts/_bench_netcdf.py), random writes into
-shards (``--cases amplification``), and reads
-of an Icechunk repository (``--cases icechunk``); the first two by default.
+shards (``--cases amplification``), the rw soak's write rate against an older commit's
+(``--cases soak``, scripts/_bench_soak.py), and reads
+of an Icechunk repository (``--cases icechunk``); the first two by default. Exits non-zero
+when a case misses its target (a summary line beginning with MISS).
 
 Each case measures the mount and zarr-python on the same data in the same run, alternating
 over repetitions, and prints both throughputs and the ratio; the write case measures the
@@ -35,6 +37,7 @@ import _bench_gdal  # noqa: E402
 import _bench_netcdf  # noqa: E402
 import _bench_readers  # noqa: E402
 import _bench_remote  # noqa: E402
+import _bench_soak  # noqa: E402
 import _bench_sys as b  # noqa: E402
 import _bench_tree  # noqa: E402
 import _bench_versions  # noqa: E402
@@ -181,6 +184,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--cases", default="write,remote")
     ap.add_argument("--latency-ms", type=float, default=20.0, help="remote case: added latency")
+    ap.add_argument("--rev", default="b7d3cc5", help="soak case: the commit compared")
+    ap.add_argument("--soak-s", type=float, default=60.0, help="soak case: seconds a run")
     ap.add_argument("--zarrmount", default=str(b.ROOT / ".venv/bin/zarrmount"))
     ap.add_argument("--dir", default=str(b.ROOT / ".bench"))
     args = ap.parse_args()
@@ -199,6 +204,7 @@ def main() -> int:
                 "readers": lambda: _bench_readers.run(args, work),
                 "netcdf": lambda: _bench_netcdf.run(args, work),
                 "amplification": lambda: _bench_amplification.run(args, work),
+                "soak": lambda: _bench_soak.run(args, work),
             }[case]()
     except b.BenchError as e:
         b.log(f"bench: {e}")
@@ -208,7 +214,7 @@ def main() -> int:
     b.log("\nsummary (medians of alternating repetitions, same run):")
     for line in summary:
         b.log("  " + line)
-    return 0
+    return 1 if any(line.split()[:1] == ["MISS"] for line in summary) else 0
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import zarr
 
-from helpers.rw_tools import pread_all, pwrite_all, v2_spec, v3_spec
+from helpers import rw_tools
+from helpers.rw_tools import assert_store_equals, pread_all, pwrite_all, v2_spec, v3_spec
 
 # The arrays soaked, by mount: a v2 one, and v3 ones (sharded with blosc; gzip).
 ARRAYS = {
@@ -53,6 +54,9 @@ ARRAYS = {
         "gzip": v3_spec((800, 5000), (64, 500), "<i8", compressor=zarr.codecs.GzipCodec(level=1)),
     },
 }
+
+
+MIB = 1 << 20
 MAX_WRITE = 300_000
 SLOW_S = 30.0  # no single operation may take longer
 FSYNC_EVERY = 50
@@ -68,6 +72,8 @@ class Report:
     errors: list[str] = field(default_factory=list)
     slowest: float = 0.0  # seconds, the longest single operation
     faulted: int = 0  # calls failed as an injected fault may fail them (EIO), tolerated
+    done: dict[str, int] = field(default_factory=dict)  # succeeded, by kind ("pwrite"...)
+    slowest_of: dict[str, float] = field(default_factory=dict)  # seconds, by kind
 
     def add(self, other: Report) -> None:
         self.ops += other.ops
@@ -75,11 +81,16 @@ class Report:
         self.errors += other.errors
         self.slowest = max(self.slowest, other.slowest)
         self.faulted += other.faulted
+        for kind, n in other.done.items():
+            self.done[kind] = self.done.get(kind, 0) + n
+        for kind, s in other.slowest_of.items():
+            self.slowest_of[kind] = max(self.slowest_of.get(kind, 0.0), s)
 
     @contextmanager
     def op(self, what: str, tolerated: Collection[int] = ()) -> Iterator[None]:
         """Time one operation; an OSError is recorded (only counted when its errno is
-        ``tolerated``), not raised."""
+        ``tolerated``), not raised. One that succeeds is counted by its kind, the first word
+        of ``what``."""
         t0 = time.monotonic()
         try:
             yield
@@ -88,6 +99,10 @@ class Report:
                 self.faulted += 1
             else:
                 self.errors.append(f"{what}: {e}")
+        else:
+            kind = what.split(" ", 1)[0]
+            self.done[kind] = self.done.get(kind, 0) + 1
+            self.slowest_of[kind] = max(self.slowest_of.get(kind, 0.0), time.monotonic() - t0)
         finally:
             self.ops += 1
             self.slowest = max(self.slowest, time.monotonic() - t0)
@@ -397,3 +412,55 @@ def run_phase(paths: dict[str, str], targets: list[Target], seconds: float, seed
         total.add(crew.run(seconds))
         total.add(crew.close())
     return total
+
+
+def mounts(cache: int) -> dict[str, tuple[int, float, dict]]:
+    """The soak's mounts: name -> (cache size, writeback delay, {array name: spec})."""
+    return {"v2": (cache, 2, ARRAYS["v2"]), "v3": (cache, 1, ARRAYS["v3"])}
+
+
+def make_stores(parent, mounts: dict) -> dict[str, list[rw_tools.Store]]:
+    """A fresh store per mount of ``mounts`` (:func:`mounts`) under ``parent``, holding its
+    arrays as zarr-python writes them."""
+    return {
+        mount: [
+            rw_tools.make_store(parent, name, spec, group=mount) for name, spec in arrays.items()
+        ]
+        for mount, (_cache, _delay, arrays) in mounts.items()
+    }
+
+
+def run_mounts(
+    mounts: dict, stores: dict, phases: int, seconds: float, daemon: dict | None = None, **workers
+) -> tuple[Report, dict[str, int]]:
+    """Run the workload (``workers``: how many of each kind per array) in ``phases`` mounts
+    of ``seconds`` each; returns the report and the peak RSS (bytes) of each daemon,
+    checking the store after every phase. ``daemon``: more arguments of each mount
+    (``rw_tools.rw_mount``'s, e.g. a ``wrapper`` or ``sidecars``)."""
+    targets = {
+        s.name: Target(s.name, s.read_bytes(), **workers) for ss in stores.values() for s in ss
+    }
+    total, peaks = Report(), {mount: 0 for mount in mounts}
+    for phase in range(phases):
+        with contextlib.ExitStack() as stack:
+            paths, samplers = {}, {}
+            for mount, (cache, delay, _arrays) in mounts.items():
+                options = [f"cache_size={cache // 1024}K", f"writeback_delay={delay}"]
+                m = stack.enter_context(
+                    rw_tools.rw_mount(
+                        stores[mount][0].root, options, tag=f"soak-{mount}", **(daemon or {})
+                    )
+                )
+                samplers[mount] = stack.enter_context(rw_tools.RssSampler(m.proc.pid, 0.05))
+                paths.update({s.name: m.p(s.name) for s in stores[mount]})
+            report = run_phase(paths, list(targets.values()), seconds, seed=1000 * phase)
+        for mount, sampler in samplers.items():  # the mounts are gone: every byte stored
+            peaks[mount] = max(peaks[mount], sampler.peak_kib * 1024)
+            for s in stores[mount]:
+                assert_store_equals(s, targets[s.name].model(), f"after phase {phase + 1}")
+        total.add(report)
+        print(
+            f"\nphase {phase + 1}: {report.ops} operations, {report.verified / MIB:.0f} MiB "
+            f"verified, {len(report.errors)} errors, slowest {report.slowest:.2f} s"
+        )
+    return total, peaks
