@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from helpers.mounting import mounted, zarrmount_exe
+from helpers.mounting import mounted, process_memory, wait_until, zarrmount_exe
 from helpers.text_lines import unescape
 from zarr.core.dtype import VariableLengthBytes
 
@@ -248,3 +249,58 @@ def test_more_elements_than_text_max_are_refused_before_anything_is_read(tmp_pat
     assert set(os.listdir(mount.p())) == {"fixed"}
     assert mount.read_log().count("elements are more than text_max") == 2
     assert mount.stats()["store_get_bytes"] == 0
+
+
+# Text arrays whose slabs, rendered whole when listed, added some 330 MiB to the daemon's
+# peak (``names``: 4 x 250,000 variable-length strings, one row of 25 chunks, so a slab is
+# the whole array) and 100 MiB (``labels``: 100,000 fixed-size strings of 128 code points
+# in 1 MiB chunks, slabs of 65,536 of them); counted a chunk or 1 MiB of elements at a
+# time, 6 and 15 MiB (the latter read through the array's file: its cache and read-ahead).
+LARGE = {"names": ((4, 250_000), (4, 10_000), str), "labels": ((100_000,), (2_000,), "<U128")}
+LISTING_MIB = 24  # the most listing one may add to the daemon's peak (with an 8 MiB cache)
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory) -> str:
+    root = str(tmp_path_factory.mktemp("large") / "large.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    for name, (shape, chunks, dtype) in LARGE.items():
+        count = int(np.prod(shape))
+        values = [f"{name} {i} {AWKWARD[i % len(AWKWARD)]}" for i in range(count)]
+        array = group.create_group(name).create_array(name, shape=shape, chunks=chunks, dtype=dtype)
+        array[...] = np.array(values, dtype=object if dtype is str else dtype).reshape(shape)
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(LARGE))
+def test_listing_a_large_text_array_holds_a_chunk_not_the_array(large, name):
+    with mounted(large, ["cache_size=8M"], sidecars="text", tag=f"text-{name}") as mount:
+        os.listdir(mount.p())  # the root: the groups alone
+        before = process_memory(mount.proc.pid)
+        assert f"{name}.txt" in os.listdir(mount.p(name))
+        added = process_memory(mount.proc.pid) - before
+        assert added < LISTING_MIB << 20, f"listing added {added >> 20} MiB to the peak"
+        path = f"{name}/{name}"
+        assert elements_of(mount.p(path + ".txt")) == oracle(large, path)
+
+
+def test_a_reload_that_changes_an_array_measures_its_text_again(tmp_path):
+    root = str(tmp_path / "changes.zarr")
+    zarr.open_group(root, mode="w").create_array("words", shape=(3,), dtype=str)[:] = AWKWARD[:3]
+    with mounted(root, sidecars="text", tag="text-reload") as mount:
+        path = mount.p("words.txt")
+        assert elements_of(path) == oracle(root, "words")
+        words = zarr.open_group(root, mode="a").create_array(
+            "words", shape=(8,), chunks=(5,), dtype=str, overwrite=True
+        )
+        words[:] = AWKWARD[::-1]
+        mount.proc.send_signal(signal.SIGHUP)
+
+        def shown() -> list[bytes] | None:
+            try:
+                return elements_of(path)
+            except (OSError, AssertionError):  # caught between two versions of the file
+                return None
+
+        assert wait_until(lambda: shown() == oracle(root, "words"), 30.0, 0.1), mount.read_log()
+        mount.assert_alive()

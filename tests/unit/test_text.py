@@ -160,3 +160,31 @@ def test_text_reads_by_offset_and_refuses_past_its_limit():
         assert await TextArray(10**12, elements, limit=10, count=0, decoded=0).measure() == 0
 
     trio.run(main)
+
+
+def test_measuring_counts_each_part_of_a_slab_and_renders_none():
+    """Slabs of two parts (chunks of a row): the size is counted part by part, the limit
+    checked after each, and only reads ask for a whole slab."""
+    parts = {(0, 0): ["ab", "é"], (0, 1): ["c\n"], (1, 0): [b"\xff"], (1, 1): []}
+    slabs = [["ab", "é", "c\n"], [b"\xff"]]
+    asked = []
+
+    async def part(i: int, j: int) -> np.ndarray:
+        asked.append((i, j))
+        return np.array(parts[i, j], dtype=object)
+
+    async def elements(i: int) -> np.ndarray:
+        asked.append(i)
+        return np.array(slabs[i], dtype=object)
+
+    async def main() -> None:
+        text = TextArray(2, elements, limit=100, count=4, decoded=3, parts=(2, part))
+        assert await text.measure() == 15  # "ab", "é" (2 bytes), "c\\n", "\\xFF": lines
+        assert asked == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert await text.read(0, 100) == "ab\né\nc\\n\n\\xFF\n".encode()
+        asked.clear()
+        with pytest.raises(TooLong):
+            await TextArray(2, elements, limit=8, count=4, decoded=3, parts=(2, part)).measure()
+        assert asked == [(0, 0), (0, 1)]
+
+    trio.run(main)

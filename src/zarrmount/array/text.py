@@ -1,8 +1,9 @@
 """The text of an array of strings: one element per line in C order, UTF-8, newline,
 carriage return and backslash escaped (``\\n``, ``\\r``, ``\\\\``), bytes that are not
-UTF-8 as ``\\xHH``. It is read in *slabs* (runs of whole rows along the first axis), each
-rendered when read: measuring the text renders every slab once, and a file being read
-keeps only the slab it read last."""
+UTF-8 as ``\\xHH``. It is read in *slabs* (runs of elements in C order), each rendered
+when read; a file being read keeps only the slab it read last. Measuring the text counts
+the bytes of each line, a part of a slab (a chunk) at a time, holding no rendered text:
+listing a large array holds one chunk, not a slab of many."""
 
 from __future__ import annotations
 
@@ -40,28 +41,49 @@ def render(elements: np.ndarray) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
 
 
+def _line_size(element: object) -> int:
+    return len(_line(element).encode("utf-8", "surrogatepass")) + 1
+
+
+def text_size(elements: np.ndarray) -> int:
+    """``len(render(elements))``, one line held at a time."""
+    return sum(map(_line_size, elements.flat))
+
+
 class TooLong(Exception):
     """The text is longer than the mount shows (``-o text_max``)."""
 
 
-# The elements of slab i (its rows along the first axis), in C order
+# The elements of slab i, in C order
 SlabElements = Callable[[int], Awaitable[np.ndarray]]
+# Part j of slab i: the slab's parts together hold its elements, in any order
+SlabPart = Callable[[int, int], Awaitable[np.ndarray]]
 
 
-# Rows of an array of fixed-size strings rendered at once: at most this many elements
-# (Python objects of some 50 bytes each while rendered).
+# Elements of an array of fixed-size strings rendered at once: at most this many (Python
+# objects of some 50 bytes each while rendered), of at most this many bytes.
 SLAB_ELEMENTS = 1 << 16
+SLAB_BYTES = 1 << 20
 
 
 class TextArray:
     """The text of one array, read by offset once measured. ``decoded``: the most elements
-    one slab decodes (a row of chunks may hold more than the array's rows)."""
+    one slab decodes (a row of chunks may hold more than the array's rows). ``parts``:
+    how many parts a slab has, and part j of slab i (a chunk), measured one at a time; by
+    default a slab is one part."""
 
     def __init__(
-        self, slabs: int, elements: SlabElements, limit: int, count: int, decoded: int
+        self,
+        slabs: int,
+        elements: SlabElements,
+        limit: int,
+        count: int,
+        decoded: int,
+        parts: tuple[int, SlabPart] | None = None,
     ) -> None:
         self.slabs = slabs if count else 0  # (10**12, 0): no slab to render
         self.elements = elements
+        self.parts = parts or (1, lambda i, j: elements(i))
         self.limit = limit
         self.count = count  # elements, each a line of at least one byte
         self.decoded = decoded
@@ -73,25 +95,27 @@ class TextArray:
         return self.starts[-1] if self.starts else 0
 
     async def measure(self) -> int:
-        """Render every slab once for the text's size; raises TooLong past the limit (at
-        once when there are more elements, or a slab decodes more, than the limit's bytes)."""
+        """Count the bytes of every slab's lines, a part at a time, for the text's size;
+        raises TooLong past the limit (at once when there are more elements, or a slab
+        decodes more, than the limit's bytes)."""
         if max(self.count, self.decoded) > self.limit:
             raise TooLong(f"its {self.count} elements are more than text_max ({self.limit})")
+        parts, part = self.parts
         starts = [0]
         for i in range(self.slabs):
-            starts.append(starts[-1] + len(await self._slab(i, keep=False)))
-            if starts[-1] > self.limit:
-                raise TooLong(f"its text is longer than text_max ({self.limit} bytes)")
+            end = starts[-1]
+            for j in range(parts):
+                end += text_size(await part(i, j))
+                if end > self.limit:
+                    raise TooLong(f"its text is longer than text_max ({self.limit} bytes)")
+            starts.append(end)
         self.starts = starts
         return starts[-1]
 
-    async def _slab(self, i: int, keep: bool = True) -> bytes:
-        if self._last is not None and self._last[0] == i:
-            return self._last[1]
-        text = render(await self.elements(i))
-        if keep:
-            self._last = (i, text)
-        return text
+    async def _slab(self, i: int) -> bytes:
+        if self._last is None or self._last[0] != i:
+            self._last = (i, render(await self.elements(i)))
+        return self._last[1]
 
     async def read(self, offset: int, size: int) -> bytes:
         starts = self.starts or [0]
@@ -129,26 +153,34 @@ def chunk_rows(node: ArrayNode, shared: Shared, limit: int) -> TextArray:
         except ChunkDecodeError as e:
             raise failed(key, e) from e
 
+    async def clipped(coords: tuple[int, ...]) -> np.ndarray:
+        """The chunk's elements inside the array."""
+        inside = (
+            min(n, s - c * n) for c, n, s in zip(coords, meta.chunks, meta.shape, strict=True)
+        )
+        return (await chunk(coords))[(..., *(slice(0, n) for n in inside))]
+
     async def elements(i: int) -> np.ndarray:
         if not meta.shape:
             return await chunk(())
         rows = min(meta.chunks[0], meta.shape[0] - i * meta.chunks[0])
         slab = np.empty((rows, *meta.shape[1:]), dtype=object)
         for rest in product(*(range(n) for n in grid[1:])):
-            part = await chunk((i, *rest))
-            at = tuple(
-                slice(c * n, (c + 1) * n) for c, n in zip(rest, meta.chunks[1:], strict=True)
-            )
-            target = slab[(slice(None), *at)]
-            target[...] = part[tuple(slice(0, n) for n in target.shape)]
+            at = (slice(c * n, (c + 1) * n) for c, n in zip(rest, meta.chunks[1:], strict=True))
+            slab[(slice(None), *at)] = await clipped((i, *rest))
         return slab
+
+    async def part(i: int, j: int) -> np.ndarray:  # chunk j of row i of chunks
+        rest = map(int, np.unravel_index(j, grid[1:]))
+        return await clipped((i, *rest)[: len(meta.shape)])  # (): a 0-d array's chunk
 
     # a slab decodes a row of whole chunks
     decoded = math.prod(meta.chunks[:1]) * math.prod(
         c * n for c, n in zip(meta.chunks[1:], grid[1:], strict=True)
     )
     slabs = grid[0] if meta.shape else 1
-    return TextArray(slabs, elements, limit, math.prod(meta.shape), decoded)
+    parts = math.prod(grid[1:])
+    return TextArray(slabs, elements, limit, math.prod(meta.shape), decoded, (parts, part))
 
 
 def _stored(node: ArrayNode, chunks: StringChunks, shared: Shared):
@@ -189,16 +221,13 @@ def file_rows(
     limit: int,
 ) -> TextArray:
     """The text of an array of fixed-size strings (``U``, ``S``) from its file's bytes
-    (``dtype``: as the file shows them)."""
-    row = math.prod(meta.shape[1:])  # elements
-    rows = max(1, SLAB_ELEMENTS // row) if meta.shape and row else 1
-    row_bytes = row * dtype.itemsize
+    (``dtype``: as the file shows them), in slabs of a bounded run of elements."""
+    count = math.prod(meta.shape)
+    run = max(1, min(SLAB_ELEMENTS, SLAB_BYTES // dtype.itemsize))  # elements a slab
 
     async def elements(i: int) -> np.ndarray:
-        start = i * rows * row_bytes
-        data = await read(start, min(rows * row_bytes, meta.nbytes - start))
+        start = i * run * dtype.itemsize
+        data = await read(start, min(run * dtype.itemsize, meta.nbytes - start))
         return np.frombuffer(data, dtype=dtype)
 
-    slabs = math.ceil(meta.shape[0] / rows) if meta.shape else 1
-    count = math.prod(meta.shape)
-    return TextArray(slabs, elements, limit, count, min(count, rows * row))
+    return TextArray(math.ceil(count / run), elements, limit, count, min(count, run))
