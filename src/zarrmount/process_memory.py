@@ -1,7 +1,9 @@
 """What the daemon's memory is, as ``--stats`` and the metrics report it, so that an
 administrator sees growth long before the OOM killer does: the resident set, the bytes
 malloc has handed out (Python's objects past 512 bytes, NumPy's arrays, the libraries'),
-and the blocks Python's own allocator holds (its small objects)."""
+and the blocks Python's own allocator holds (its small objects). A daemon started with
+``PYTHONTRACEMALLOC=1`` also reports the bytes Python traces and, for finding what grows,
+its largest allocation sites by line."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import ctypes.util
 import logging
 import os
 import sys
+import tracemalloc
 
 log = logging.getLogger(__name__)
 
@@ -60,4 +63,25 @@ def memory_stats() -> dict[str, int]:
     if _MALLINFO2 is not None:
         info = _MALLINFO2()
         found["memory_heap_bytes"] = info.uordblks + info.hblkhd
+    if tracemalloc.is_tracing():
+        found["memory_python_traced_bytes"] = tracemalloc.get_traced_memory()[0]
     return found
+
+
+def allocation_sites(limit: int = 100) -> list[dict[str, object]] | None:
+    """The ``limit`` lines holding most of the memory Python traces (``site``:
+    ``file:line``, ``bytes``, ``blocks``), or None when it does not trace. Two of these
+    apart in time say what grows."""
+    if not tracemalloc.is_tracing():
+        return None
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        (tracemalloc.Filter(False, tracemalloc.__file__),)
+    )
+    return [
+        {
+            "site": f"{s.traceback[0].filename}:{s.traceback[0].lineno}",
+            "bytes": s.size,
+            "blocks": s.count,
+        }
+        for s in snapshot.statistics("lineno")[:limit]
+    ]

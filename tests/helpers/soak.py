@@ -273,6 +273,28 @@ class Scanner(Reader):
         return os.pread(self.sink, n, 0)
 
 
+class Opener(Reader):
+    """A server's short-lived clients: opens the file, reads a little of the never-written
+    part, closes it and lists its directory, over and over."""
+
+    path = ""
+
+    def open(self, path: str) -> None:
+        super().open(path)
+        self.path = path
+
+    def step(self) -> None:
+        off, n = _span(self.rng, self.initial.size * 3 // 4, self.initial.size, 1 << 16)
+        with self.report.op(f"open, pread {n} at {off}, close", self.faults):
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                got = pread_all(fd, n, off)
+            finally:
+                os.close(fd)
+            self.report.check(got, self.initial[off : off + n], f"opened {off}+{n}")
+            os.listdir(os.path.dirname(self.path))
+
+
 @dataclass
 class Target:
     """One array file of the workload, with the writers' models between phases."""
@@ -282,6 +304,7 @@ class Target:
     writers: int
     readers: int = 1
     scanners: int = 1
+    openers: int = 0
     parts: list[dict[int, np.ndarray]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -308,6 +331,9 @@ class Target:
         ]
         found += [
             (Scanner(self.initial, seed + 200 + i, tolerant), None) for i in range(self.scanners)
+        ]
+        found += [
+            (Opener(self.initial, seed + 300 + i, tolerant), None) for i in range(self.openers)
         ]
         return found
 

@@ -7,6 +7,7 @@ Expected values come from zarr-python reading the store and from the workload it
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.metadata
 import json
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from helpers import memory_curve
 from helpers.mounting import (
     mounted,
     new_mountpoint,
@@ -213,6 +215,25 @@ def test_stats_report_the_daemons_memory(store):
         assert stats["memory_python_blocks"] > 10_000  # a daemon's modules and objects
         text = run_cli(["--stats", m.path], timeout=WAIT_S)
         assert "memory: " in text.stdout and "rss bytes" in text.stdout, text.stdout
+        assert "memory_python_traced_bytes" not in stats
+        with pytest.raises(OSError) as e:
+            os.getxattr(m.path, memory_curve.HEAP_XATTR)
+        assert e.value.errno == errno.ENODATA
+
+
+def test_a_tracing_daemon_names_its_largest_allocation_sites(store):
+    """``PYTHONTRACEMALLOC=1``: what Python traces in the stats, and the lines holding most
+    of it in the root's heap attribute (what a leak hunt compares over time)."""
+    with mounted(store, tag="stats-heap", env=memory_curve.TRACING) as m:
+        assert os.listdir(m.path)
+        sites = json.loads(os.getxattr(m.path, memory_curve.HEAP_XATTR))
+        traced = json.loads(os.getxattr(m.path, memory_curve.STATS_XATTR))
+        traced = traced["memory_python_traced_bytes"]
+        assert 0 < traced < process_memory(m.proc.pid, "VmRSS")
+        assert 0 < len(sites) <= 100
+        assert sum(s["bytes"] for s in sites) <= traced
+        assert any("/zarrmount/" in s["site"] for s in sites), sites
+        assert all(s["site"].rsplit(":", 1)[1].isdigit() and s["blocks"] > 0 for s in sites)
 
 
 def test_version_is_the_installed_one():

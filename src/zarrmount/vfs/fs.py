@@ -24,7 +24,7 @@ from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
 from zarrmount.options import MountOptions
-from zarrmount.process_memory import memory_stats
+from zarrmount.process_memory import allocation_sites, memory_stats
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Handle, Node
 from zarrmount.vfs.table import ROOT_INODE, InodeTable
@@ -35,6 +35,7 @@ BLOCK_SIZE = 1 << 20
 XATTR_NAMESPACE = "user."
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
+HEAP_XATTR = "user.zarrmount.heap"  # a daemon tracing its allocations: the largest sites
 # Root arrays readied for their first read once mounted: past a few, all use the same
 # buffer sizes and codecs (100,000 arrays at the root would only cost time).
 WARM_ARRAYS = 16
@@ -351,10 +352,20 @@ class Filesystem:
     def getxattr(self, ino: int, name: str) -> bytes:
         if not name.startswith(XATTR_NAMESPACE):  # what ls asks of every file (a security
             raise FsError(errno.ENODATA)  # context, ACLs): answered without making ours
+        if ino == ROOT_INODE and name == HEAP_XATTR:
+            return self._allocation_sites()
         value = self.xattrs(ino).get(name)
         if value is None:
             raise FsError(errno.ENODATA)
         return value
+
+    def _allocation_sites(self) -> bytes:
+        """A daemon tracing its allocations: its largest sites, a snapshot made only when
+        asked (it takes a while), never with the other attributes."""
+        sites = allocation_sites()
+        if sites is None:
+            raise FsError(errno.ENODATA, "PYTHONTRACEMALLOC is not set for this daemon")
+        return json.dumps(sites).encode()
 
     def listxattr(self, ino: int) -> list[str]:
         return sorted(self.xattrs(ino))

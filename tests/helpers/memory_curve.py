@@ -1,0 +1,121 @@
+"""A daemon's memory over a long run: its resident set and what Python traces, sampled
+together, the slope of the resident set once the caches have filled, the allocation sites
+that grew, and a picture of it all.
+
+The sites come from the daemon itself (``PYTHONTRACEMALLOC=1`` in its environment, its
+root's ``user.zarrmount.heap`` attribute): the lines holding most of the traced memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from helpers.mounting import process_memory
+
+MIB = 1 << 20
+HEAP_XATTR = "user.zarrmount.heap"
+STATS_XATTR = "user.zarrmount.stats"
+TRACING = {"PYTHONTRACEMALLOC": "1"}  # the environment of a daemon that reports its sites
+
+
+@dataclass
+class Sample:
+    seconds: float  # since the curve began
+    rss: int  # bytes
+    traced: int  # bytes Python traces
+    sites: dict[str, tuple[int, int]]  # file:line -> (bytes, blocks)
+
+
+@dataclass
+class Curve:
+    """One daemon's samples."""
+
+    name: str
+    pid: int
+    mountpoint: str
+    start: float = field(default_factory=time.monotonic)
+    samples: list[Sample] = field(default_factory=list)
+
+    def sample(self) -> Sample:
+        sites = json.loads(os.getxattr(self.mountpoint, HEAP_XATTR))
+        found = Sample(
+            time.monotonic() - self.start,
+            process_memory(self.pid, "VmRSS"),
+            json.loads(os.getxattr(self.mountpoint, STATS_XATTR))["memory_python_traced_bytes"],
+            {s["site"]: (s["bytes"], s["blocks"]) for s in sites},
+        )
+        self.samples.append(found)
+        return found
+
+    def _tail(self) -> list[Sample]:
+        """The last two thirds: the first third fills the caches."""
+        cut = self.samples[-1].seconds / 3
+        return [s for s in self.samples if s.seconds >= cut]
+
+    def slope(self) -> float:
+        """The resident set's least-squares slope over the last two thirds, MiB per 10 min."""
+        tail = self._tail()
+        t = np.array([s.seconds for s in tail])
+        rss = np.array([s.rss for s in tail], dtype=float)
+        return float(np.polyfit(t, rss, 1)[0]) * 600 / MIB
+
+    def growth(self, top: int = 10) -> list[tuple[str, int, int]]:
+        """The sites that grew most over the last two thirds: (site, bytes, blocks)."""
+        first, last = self._tail()[0].sites, self.samples[-1].sites
+        grown = [
+            (site, size - first.get(site, (0, 0))[0], blocks - first.get(site, (0, 0))[1])
+            for site, (size, blocks) in last.items()
+        ]
+        return sorted(grown, key=lambda g: -g[1])[:top]
+
+    def largest(self, top: int = 10) -> list[tuple[str, int, int]]:
+        """The sites holding most at the end: (site, bytes, blocks)."""
+        last = self.samples[-1].sites
+        return [(site, *last[site]) for site in sorted(last, key=lambda k: -last[k][0])[:top]]
+
+    def report(self) -> str:
+        lines = [
+            f"{self.name}: RSS {self.samples[0].rss / MIB:.0f} -> {self.samples[-1].rss / MIB:.0f}"
+            f" MiB over {self.samples[-1].seconds:.0f} s ({len(self.samples)} samples), slope"
+            f" over the last two thirds {self.slope():+.2f} MiB per 10 min; Python traced"
+            f" {self.samples[0].traced / MIB:.1f} -> {self.samples[-1].traced / MIB:.1f} MiB",
+            "  grew most over the last two thirds:",
+            *(f"    {b / 1024:+9.1f} KiB {n:+7d} blocks  {s}" for s, b, n in self.growth()),
+            "  largest at the end:",
+            *(f"    {b / 1024:9.1f} KiB {n:7d} blocks  {s}" for s, b, n in self.largest()),
+        ]
+        return "\n".join(lines)
+
+
+def plot(curves: list[Curve], path: Path) -> None:
+    """Each daemon's resident set and traced Python heap against time (matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
+    for curve in curves:
+        minutes = [s.seconds / 60 for s in curve.samples]
+        line = ax.plot(minutes, [s.rss / MIB for s in curve.samples], label=f"{curve.name} RSS")
+        ax.plot(
+            minutes,
+            [s.traced / MIB for s in curve.samples],
+            linestyle="--",
+            color=line[0].get_color(),
+            label=f"{curve.name} Python traced",
+        )
+    ax.set_xlabel("minutes")
+    ax.set_ylabel("MiB")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+    ax.set_title("daemon memory under the soak, a reload every 10 s", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
