@@ -4,14 +4,17 @@ before the mount serves (replay), and segments are deleted once what they hold i
 
 Replay applies each entry through the array's own engine, in the order they were
 written, so it is the same write again: a replay cut short is simply done again by the
-next mount. An entry that is damaged, or names an array that is gone or has another dtype
-or shape now, is refused whole: one log line, and its bytes kept in the journal directory.
+next mount. Entries are read from a segment one at a time, so a replay holds one entry
+(one write request: 1 MiB with the kernel's default FUSE limits), never a segment (64
+MiB). An entry that is damaged, or names an array that is gone or has another dtype or
+shape now, is refused whole: one log line, and its bytes kept in the journal directory.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import trio
@@ -88,38 +91,58 @@ class _Writers:
         return writer
 
 
+def _set_aside(journal: Journal, segment: Path, why: str) -> tuple[int, int]:
+    """Refuse ``segment`` whole, kept for a person to look at."""
+    kept = journal.set_aside(segment)
+    log.error("journal %s: %s, refused whole (kept as %s)", segment, why, kept)
+    return 0, 1
+
+
 async def _apply(journal: Journal, segment: Path, writers: _Writers) -> tuple[int, int]:
-    """Apply one segment's entries; returns (applied, refused)."""
-    if segment.stat().st_size > journal.largest:  # no segment of ours: not read into memory
-        kept = journal.set_aside(segment)
-        log.error("journal %s: larger than any segment, refused whole (kept as %s)", segment, kept)
-        return 0, 1
-    content = journal.entries_of(segment, segment.read_bytes())
-    if content is None:
-        kept = journal.set_aside(segment)
-        log.error("journal %s: a damaged segment header, refused whole (kept as %s)", segment, kept)
-        return 0, 1
+    """Apply one segment's entries, read one at a time; returns (applied, refused)."""
+    if segment.stat().st_size > journal.largest:
+        return _set_aside(journal, segment, "larger than any segment")  # no segment of ours
+    with open(segment, "rb") as f:
+        end = journal.entries_in(segment, f)
+        if end is None:
+            return _set_aside(journal, segment, "a damaged segment header")
+        applied, refused = await _apply_entries(segment, scan(f, end), writers)
+    if refused:
+        kept = journal.refuse(segment, refused)
+        log.error("journal %s: %d refused entries kept in %s", segment, len(refused), kept)
+    return applied, len(refused)
+
+
+async def _apply_entries(
+    segment: Path, items: Iterator[Entry | Refused], writers: _Writers
+) -> tuple[int, list[Refused]]:
+    """Apply the entries ``items`` gives, in order; returns how many, and the refused."""
     refused: list[Refused] = []
     applied = 0
-    for item in scan(content):
+    for item in items:
         if isinstance(item, Entry):
-            try:
-                found = await writers.of(item)
-                if not isinstance(found, str):
-                    await found.write(item.offset, item.data)
-                    applied += 1
-                    continue
-            except FsError as e:  # the store failed: try it all again next time
-                raise ReplayError(f"{segment}: a write to {item.path or '/'}: {e}") from e
-            item = Refused(item.start, item.end, f"a write at {item.offset}: {found}")
+            item = await _apply_entry(segment, item, writers)  # the entry's bytes let go
+            if item is None:
+                applied += 1
+                continue
         refused.append(item)
         log.error(
             "journal %s: %s (bytes %d-%d) refused", segment, item.reason, item.start, item.end
         )
-    if refused:
-        kept = journal.refuse(segment, content, refused)
-        log.error("journal %s: %d refused entries kept in %s", segment, len(refused), kept)
-    return applied, len(refused)
+    return applied, refused
+
+
+async def _apply_entry(segment: Path, entry: Entry, writers: _Writers) -> Refused | None:
+    """Write ``entry`` again through its array's engine; why it is refused, when its array
+    is gone or changed."""
+    try:
+        found = await writers.of(entry)
+        if isinstance(found, str):
+            return Refused(entry.start, entry.end, f"a write at {entry.offset}: {found}")
+        await found.write(entry.offset, entry.data)
+    except FsError as e:  # the store failed: try it all again next time
+        raise ReplayError(f"{segment}: a write to {entry.path or '/'}: {e}") from e
+    return None
 
 
 async def replay(journal: Journal, fs: Filesystem, arrays: Arrays) -> None:

@@ -95,8 +95,8 @@ def _damage(segment: str) -> None:
 
     with open(segment, "rb") as f:
         content = f.read()
-    found = scan(content[SEGMENT.size :])  # after the (new) segment's header
-    spans = [(SEGMENT.size + e.start, SEGMENT.size + e.end) for e in found if isinstance(e, Entry)]
+        f.seek(SEGMENT.size)  # after the (new) segment's header
+        spans = [(e.start, e.end) for e in scan(f, len(content)) if isinstance(e, Entry)]
     damaged = bytearray(content)
     damaged[spans[1][1] - 1] ^= 0x40
     with open(segment, "wb") as f:
@@ -219,3 +219,29 @@ def test_a_store_reached_through_a_symlink_has_the_same_journal(tmp_path):
     with rw_tools.rw_mount(store, [f"journal={journal}"], tag="jlink2") as m:
         assert m.wait_for_log("acknowledged writes replayed"), m.read_log()
     assert_store_equals(store, model)
+
+
+def _replay_peak(tmp_path, mib: int) -> int:
+    """The VmHWM of a daemon (an 8 MiB cache) that replayed ``mib`` MiB of 1 MiB writes a
+    killed daemon left in one segment; zarr-python reads them in the store."""
+    journal = str(tmp_path / f"journal{mib}")
+    spec = rw_tools.v2_spec((mib, MIB // 4), (1, MIB // 4), "<i4")
+    store = rw_tools.make_store(tmp_path, f"big{mib}", spec, initial="none")
+    data = np.random.default_rng(mib).integers(0, 256, mib * MIB, dtype=np.uint8)
+    with _killed_after(store, [f"journal={journal}", "cache_size=256M"], "jpeak") as (_m, fd):
+        for off in reversed(range(0, data.size, MIB)):  # no sequential writer: none stored
+            rw_tools.pwrite_all(fd, data[off : off + MIB].tobytes(), off)
+    assert len(_segments(journal)) == 1
+    with rw_tools.rw_mount(store, [f"journal={journal}", "cache_size=8M"], tag="jpeak2") as m:
+        assert m.wait_for_log("acknowledged writes replayed"), m.read_log()
+        peak = mounting.process_memory(m.proc.pid)
+    assert_store_equals(store, data)
+    return peak
+
+
+def test_a_replay_holds_one_entry_not_its_segment(tmp_path):
+    """A segment near full (60 MiB) is read one entry at a time: the replaying daemon's
+    peak resident set is that of one replaying 16 MiB (both fill the cache), not the 44 MiB
+    more a segment read whole costs."""
+    small, full = _replay_peak(tmp_path, 16), _replay_peak(tmp_path, 60)
+    assert full - small < 20 * MIB, f"VmHWM {small / MIB:.1f} MiB (16), {full / MIB:.1f} MiB (60)"

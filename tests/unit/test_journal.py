@@ -4,6 +4,7 @@ sealed and deleted, the lock, and a failed append leaving nothing behind."""
 from __future__ import annotations
 
 import errno
+import io
 import itertools
 import os
 
@@ -38,7 +39,7 @@ def _frames(items) -> list[bytes]:
 
 def _found(blob: bytes) -> tuple[list[tuple[str, int, bytes]], list[Refused]]:
     got, refused = [], []
-    for item in scan(blob):
+    for item in scan(io.BytesIO(blob), len(blob)):
         if isinstance(item, Entry):
             got.append((item.path, item.offset, bytes(item.data)))
             assert item.identity == "<f4[3]"
@@ -136,9 +137,10 @@ def test_a_failed_append_leaves_no_part_of_its_entry(tmp_path, monkeypatch):
 
 
 def _entries(journal: Journal, segment) -> bytes:
-    found = journal.entries_of(segment, segment.read_bytes())
-    assert found is not None
-    return bytes(found)
+    with open(segment, "rb") as f:
+        end = journal.entries_in(segment, f)
+        assert end is not None
+        return f.read(end - f.tell())
 
 
 def test_an_emptied_segment_written_again_shows_only_its_new_entries(tmp_path):
@@ -188,7 +190,8 @@ def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
     content = bytearray(segment.read_bytes())
     content[10] ^= 1  # inside the header's count of entry bytes
     segment.write_bytes(bytes(content))
-    assert journal.entries_of(segment, bytes(content)) is None
+    with open(segment, "rb") as f:
+        assert journal.entries_in(segment, f) is None
     assert trio.run(recovery._apply, journal, segment, None) == (0, 1)
     assert (journal.directory / f"refused-{segment.name}").exists()
     journal.close(stored=True)
@@ -196,8 +199,10 @@ def test_a_damaged_segment_header_refuses_the_segment_whole(tmp_path):
 
 def test_refused_bytes_are_kept_beside_the_segment(tmp_path):
     journal, segment = _one_sealed(tmp_path)
-    content = segment.read_bytes() + b"torn"
-    kept = journal.refuse(segment, content, [Refused(len(content) - 4, len(content), "cut")])
+    size = segment.stat().st_size
+    with open(segment, "ab") as f:
+        f.write(b"torn")
+    kept = journal.refuse(segment, [Refused(size, size + 4, "cut")])
     assert kept.read_bytes() == b"torn"
     journal.close(stored=True)
     assert kept.exists()  # refused entries keep the directory for a person to look at

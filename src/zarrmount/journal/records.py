@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from google_crc32c import extend, value
 
@@ -73,57 +74,64 @@ def segment_header(number: int, entries: int) -> bytes:
     return head + struct.pack("<I", value(head))
 
 
-def segment_entries(content: bytes, number: int) -> memoryview | None:
-    """The bytes of a segment's entries: as many as its header says (fewer if the file was
-    cut); a segment without a header (written before headers) is entries throughout.
-    None: a damaged header, or one of another segment."""
-    view = memoryview(content)
-    if not content.startswith(SEGMENT_MAGIC):
-        return view
-    if len(content) < SEGMENT.size:
+def entries_span(head: bytes, size: int, number: int) -> tuple[int, int] | None:
+    """Where the entries of segment ``number`` lie, of its ``size`` bytes beginning with
+    ``head``: as many as its header says (fewer if the file was cut); a segment without a
+    header (written before headers) is entries throughout. None: a damaged header, or one
+    of another segment."""
+    if not head.startswith(SEGMENT_MAGIC):
+        return 0, size
+    if len(head) < SEGMENT.size:
         return None
-    _magic, found, entries, crc = SEGMENT.unpack_from(content)
-    if value(content[: SEGMENT.size - 4]) != crc or found != number:
+    _magic, found, entries, crc = SEGMENT.unpack_from(head)
+    if value(head[: SEGMENT.size - 4]) != crc or found != number:
         return None
-    return view[SEGMENT.size : SEGMENT.size + entries]
+    return SEGMENT.size, min(size, SEGMENT.size + entries)
 
 
-def _payload(view: memoryview, start: int, end: int) -> Entry | None:
-    """The entry a checked payload holds; None when its lengths disagree."""
-    if len(view) < FIXED.size:
+def _payload(payload: bytes, start: int, end: int) -> Entry | None:
+    """The entry a checked payload holds (its data a view of it: not copied); None when
+    its lengths disagree."""
+    if len(payload) < FIXED.size:
         return None
-    offset, name_len, what_len = FIXED.unpack_from(view)
+    offset, name_len, what_len = FIXED.unpack_from(payload)
     begin = FIXED.size + name_len + what_len
-    if begin > len(view):
+    if begin > len(payload):
         return None
     try:
-        path = bytes(view[FIXED.size : FIXED.size + name_len]).decode()
-        what = bytes(view[FIXED.size + name_len : begin]).decode()
+        path = payload[FIXED.size : FIXED.size + name_len].decode()
+        what = payload[FIXED.size + name_len : begin].decode()
     except UnicodeDecodeError:
         return None
-    return Entry(path, what, offset, view[begin:], start, end)
+    return Entry(path, what, offset, memoryview(payload)[begin:], start, end)
 
 
-def scan(buffer: bytes | memoryview) -> Iterator[Entry | Refused]:
-    """The entries of a segment in order, and what is refused between them."""
-    view = memoryview(buffer).cast("B")
-    pos, size = 0, len(view)
-    while pos < size:
-        if size - pos < HEADER.size:
-            yield Refused(pos, size, f"a truncated entry header ({size - pos} bytes)")
-            return
-        magic, length, crc, header_crc = HEADER.unpack_from(view, pos)
-        if magic != MAGIC or _crc(view[pos : pos + 12]) != header_crc:
-            yield Refused(pos, size, "a damaged entry header: the rest of the segment")
-            return
-        end = pos + HEADER.size + length
-        if length > MAX_PAYLOAD or end > size:
-            yield Refused(pos, size, f"a truncated entry ({size - pos} of {end - pos} bytes)")
-            return
-        payload = view[pos + HEADER.size : end]
-        entry = _payload(payload, pos, end) if _crc(payload) == crc else None
-        if entry is None:
-            yield Refused(pos, end, "an entry whose checksum or lengths do not match")
-        else:
-            yield entry
-        pos = end
+def _read_item(f: BinaryIO, pos: int, end: int) -> Entry | Refused:
+    """The entry at ``pos`` (where ``f`` is), or the bytes refused from there: a payload is
+    read only once its checked header says its length is one an entry can have."""
+    if end - pos < HEADER.size:
+        return Refused(pos, end, f"a truncated entry header ({end - pos} bytes)")
+    header = f.read(HEADER.size)
+    magic, length, crc, header_crc = HEADER.unpack(header)
+    if magic != MAGIC or _crc(header[: HEADER.size - 4]) != header_crc:
+        return Refused(pos, end, "a damaged entry header: the rest of the segment")
+    stop = pos + HEADER.size + length
+    if length > MAX_PAYLOAD or stop > end:
+        return Refused(pos, end, f"a truncated entry ({end - pos} of {stop - pos} bytes)")
+    payload = f.read(length)
+    entry = _payload(payload, pos, stop) if _crc(payload) == crc else None
+    if entry is None:
+        return Refused(pos, stop, "an entry whose checksum or lengths do not match")
+    return entry
+
+
+def scan(f: BinaryIO, end: int) -> Iterator[Entry | Refused]:
+    """The entries of a segment from ``f``'s position to ``end``, in order, and what is
+    refused between them (positions are ``f``'s). Each is read when asked for and not held
+    once yielded, so a replay holds one entry, never its segment."""
+    pos = f.tell()
+    while pos < end:
+        item = _read_item(f, pos, end)
+        pos = item.end
+        yield item
+        del item  # the caller's now: not kept while the next one is read

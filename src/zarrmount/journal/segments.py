@@ -24,14 +24,15 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from zarrmount.journal.records import (
     HEADER,
     MAX_PAYLOAD,
     SEGMENT,
     Refused,
+    entries_span,
     frame,
-    segment_entries,
     segment_header,
 )
 from zarrmount.paths import cache_home
@@ -44,6 +45,7 @@ REFUSED_PREFIX = "refused-"
 SPARE_PREFIX = "spare-"  # emptied segments waiting to be written again (never replayed)
 SPARES = 2
 STORE_FILE = "store"  # names the store, for people looking into the root
+COPY_PIECE = 1 << 20  # refused bytes are copied aside in pieces this large
 
 
 class JournalError(Exception):
@@ -178,16 +180,26 @@ class Journal:
         self.sealed = [s for s in self.sealed if s not in gone]
         self.pending = [s for s in self.pending if s not in gone]
 
-    def entries_of(self, segment: Path, content: bytes) -> memoryview | None:
-        """The bytes of ``segment``'s entries in its ``content`` (None: a damaged header)."""
-        return segment_entries(content, _number(segment))
+    def entries_in(self, segment: Path, f: BinaryIO) -> int | None:
+        """Where the entries of ``segment`` (open as ``f``) end, ``f`` put where they begin
+        (None: a damaged header)."""
+        span = entries_span(f.read(SEGMENT.size), os.fstat(f.fileno()).st_size, _number(segment))
+        if span is None:
+            return None
+        f.seek(span[0])
+        return span[1]
 
-    def refuse(self, segment: Path, content: bytes | memoryview, spans: list[Refused]) -> Path:
-        """Keep the refused bytes of ``segment`` beside it, for a person to look at."""
+    def refuse(self, segment: Path, spans: list[Refused]) -> Path:
+        """Keep the refused bytes of ``segment`` beside it, for a person to look at (copied
+        a piece at a time: a span may be the rest of a segment)."""
         kept = self.directory / f"{REFUSED_PREFIX}{segment.name}"
-        with open(kept, "ab") as f:
+        with open(segment, "rb") as source, open(kept, "ab") as f:
             for span in spans:
-                f.write(content[span.start : span.end])
+                source.seek(span.start)
+                left = span.end - span.start
+                while left > 0 and (piece := source.read(min(left, COPY_PIECE))):
+                    f.write(piece)
+                    left -= len(piece)
         return kept
 
     @property
