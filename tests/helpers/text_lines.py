@@ -13,3 +13,9 @@ _PLAIN = {b"\\": b"\\", b"n": b"\n", b"r": b"\r"}
 def unescape(line: bytes) -> bytes:
     """An element's bytes from its line."""
     return _ESCAPE.sub(lambda m: _PLAIN.get(m.group(1)) or bytes([int(m.group(1)[1:], 16)]), line)
+
+
+def escape(element: str) -> bytes:
+    """The line of a string element (newline included)."""
+    line = element.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return line.encode() + b"\n"

@@ -13,7 +13,7 @@ import numpy as np
 from zarrmount.array.byteorder import Swapped, shown_dtype
 from zarrmount.array.reader import ArrayReader
 from zarrmount.array.shared import Shared
-from zarrmount.array.text import TextArray, TooLong, chunk_rows, file_rows
+from zarrmount.array.text import ChunkLines, FileLines, TextArray, TooLong
 from zarrmount.array.writer import ArrayWriter
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.errors import FsError
@@ -79,10 +79,11 @@ class Arrays:
         vary in length (which have no array file), else from ``read`` (bytes of its array
         file)."""
         if node.meta.strings is not None:
-            return chunk_rows(node, self.shared, self.text_max)
+            return TextArray(ChunkLines(node, self.shared, self.text_max), self.text_max)
         if read is None:
             raise ValueError(f"{node.path}: fixed-size strings are read from their file")
-        return file_rows(node.meta, self.dtype(node.meta), read, self.text_max)
+        lines = FileLines(node.meta, self.dtype(node.meta), read)
+        return TextArray(lines, self.text_max)
 
     def _open(self, node: ArrayNode) -> ArrayReader:
         try:

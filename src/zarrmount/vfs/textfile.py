@@ -1,6 +1,6 @@
 """``NAME.txt``: the text of an array of strings, one element per line (``array/text.py``).
 Its size is measured when its directory is listed (its lines counted a chunk at a time,
-no text rendered); reads render the slabs they touch. Read-only."""
+no text rendered); a read renders the blocks of lines it touches, one at a time. Read-only."""
 
 from __future__ import annotations
 
