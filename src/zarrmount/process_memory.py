@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import tracemalloc
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +36,19 @@ class _Mallinfo2(ctypes.Structure):
     ]
 
 
-def _mallinfo2():
-    """glibc's ``mallinfo2`` (2.33 and later), or None."""
+def _libc(name: str, restype: type) -> Callable | None:
+    """A glibc function (``mallinfo2``: 2.33 and later), or None elsewhere."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        call = libc.mallinfo2
+        call = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
-        log.debug("no mallinfo2: the heap in use is not reported")
+        log.debug("no %s in this C library", name)
         return None
-    call.restype = _Mallinfo2
+    call.restype = restype
     return call
 
 
-_MALLINFO2 = _mallinfo2()
+_MALLINFO2 = _libc("mallinfo2", _Mallinfo2)
+_MALLOC_TRIM = _libc("malloc_trim", ctypes.c_int)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -85,3 +86,16 @@ def allocation_sites(limit: int = 100) -> list[dict[str, object]] | None:
         }
         for s in snapshot.statistics("lineno")[:limit]
     ]
+
+
+def give_back_freed(least: int) -> int:
+    """Hand the pages of freed memory malloc keeps back to the kernel when it keeps at
+    least ``least`` bytes of it; returns the bytes it kept. glibc keeps what a burst of
+    decoding freed (in its main heap and in each thread's arena) for the next burst: a
+    server's resident set would only ever rise to its busiest moment's."""
+    if _MALLINFO2 is None or _MALLOC_TRIM is None:
+        return 0
+    kept = _MALLINFO2().fordblks
+    if kept >= least:
+        _MALLOC_TRIM(ctypes.c_size_t(0))
+    return kept

@@ -22,6 +22,7 @@ MIB = 1 << 20
 HEAP_XATTR = "user.zarrmount.heap"
 STATS_XATTR = "user.zarrmount.stats"
 TRACING = {"PYTHONTRACEMALLOC": "1"}  # the environment of a daemon that reports its sites
+LABELS = {"heap": "malloc in use", "traced": "Python traced"}
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Sample:
     seconds: float  # since the curve began
     rss: int  # bytes
     traced: int  # bytes Python traces
+    heap: int  # bytes malloc has handed out
     sites: dict[str, tuple[int, int]]  # file:line -> (bytes, blocks)
 
 
@@ -44,10 +46,12 @@ class Curve:
 
     def sample(self) -> Sample:
         sites = json.loads(os.getxattr(self.mountpoint, HEAP_XATTR))
+        stats = json.loads(os.getxattr(self.mountpoint, STATS_XATTR))
         found = Sample(
             time.monotonic() - self.start,
             process_memory(self.pid, "VmRSS"),
-            json.loads(os.getxattr(self.mountpoint, STATS_XATTR))["memory_python_traced_bytes"],
+            stats["memory_python_traced_bytes"],
+            stats["memory_heap_bytes"],
             {s["site"]: (s["bytes"], s["blocks"]) for s in sites},
         )
         self.samples.append(found)
@@ -84,7 +88,9 @@ class Curve:
             f"{self.name}: RSS {self.samples[0].rss / MIB:.0f} -> {self.samples[-1].rss / MIB:.0f}"
             f" MiB over {self.samples[-1].seconds:.0f} s ({len(self.samples)} samples), slope"
             f" over the last two thirds {self.slope():+.2f} MiB per 10 min; Python traced"
-            f" {self.samples[0].traced / MIB:.1f} -> {self.samples[-1].traced / MIB:.1f} MiB",
+            f" {self.samples[0].traced / MIB:.1f} -> {self.samples[-1].traced / MIB:.1f} MiB,"
+            f" malloc in use {self.samples[0].heap / MIB:.1f} -> {self.samples[-1].heap / MIB:.1f}"
+            " MiB",
             "  grew most over the last two thirds:",
             *(f"    {b / 1024:+9.1f} KiB {n:+7d} blocks  {s}" for s, b, n in self.growth()),
             "  largest at the end:",
@@ -104,13 +110,14 @@ def plot(curves: list[Curve], path: Path) -> None:
     for curve in curves:
         minutes = [s.seconds / 60 for s in curve.samples]
         line = ax.plot(minutes, [s.rss / MIB for s in curve.samples], label=f"{curve.name} RSS")
-        ax.plot(
-            minutes,
-            [s.traced / MIB for s in curve.samples],
-            linestyle="--",
-            color=line[0].get_color(),
-            label=f"{curve.name} Python traced",
-        )
+        for what, style in (("heap", "-."), ("traced", ":")):
+            ax.plot(
+                minutes,
+                [getattr(s, what) / MIB for s in curve.samples],
+                linestyle=style,
+                color=line[0].get_color(),
+                label=f"{curve.name} {LABELS[what]}",
+            )
     ax.set_xlabel("minutes")
     ax.set_ylabel("MiB")
     ax.set_ylim(bottom=0)

@@ -20,6 +20,7 @@ from zarrmount.fuse.adapter import Operations
 from zarrmount.fuse.notify import ReadyPipe, sd_notify
 from zarrmount.fuse.readahead import set_read_ahead
 from zarrmount.options import MountOptions
+from zarrmount.process_memory import give_back_freed
 from zarrmount.store import public_url
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,9 @@ T = TypeVar("T")
 # flush asks for each time it says it is still storing.
 STATUS_EVERY_S = 10.0
 EXTEND_BY_S = 30
+# How often freed memory malloc keeps is looked at, and how much of it it may keep.
+GIVE_BACK_S = 10.0
+GIVE_BACK_LEAST = 8 << 20
 
 
 def fuse_options(source: str, options: MountOptions) -> set[str]:
@@ -100,6 +104,15 @@ async def _forget_pages(inodes: list[int]) -> None:
             log.debug("inode %d: nothing to invalidate: %s", ino, e)
 
 
+async def _give_back_freed() -> None:
+    """Every ``GIVE_BACK_S``, the freed memory malloc keeps goes back to the kernel when it
+    is more than ``GIVE_BACK_LEAST``: the resident set follows what the mount holds, not
+    its busiest moment's (in a thread: other threads' arenas are locked meanwhile)."""
+    while True:
+        await trio.sleep(GIVE_BACK_S)
+        await trio.to_thread.run_sync(give_back_freed, GIVE_BACK_LEAST)
+
+
 async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPipe) -> int:
     """Serve until stopped; returns how many arrays failed to store their dirty data."""
     options = mount.options
@@ -138,6 +151,7 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
             nursery.start_soon(recovery.keep, mount.journal, mount.arrays, mount.cache)
         if mount.versions is not None:
             nursery.start_soon(mount.versions.keep)
+        nursery.start_soon(_give_back_freed)
         await pyfuse3.main()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()
