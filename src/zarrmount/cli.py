@@ -178,6 +178,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
         ready.failed(str(e))
         raise
     mount = assemble(dialect, root, pipeline, options, journal)
+    del dialect  # the mount's to hold: a reload's successor replaces it (and its documents)
     status = 1
     try:
         status = session.run(mount, source, mountpoint, ready)

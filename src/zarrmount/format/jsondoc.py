@@ -11,34 +11,56 @@ from zarrmount.format.model import MetadataError
 # a document (attributes as xattrs, --inspect) must be safe from Python's recursion limit.
 MAX_DEPTH = 256
 # Larger documents are refused before parsing: parsed JSON takes several times its size in
-# memory. Consolidated metadata of 100,000 arrays fits.
+# memory (consolidated metadata, parsed a node's document at a time, about twice its size
+# while it is: format/consolidated.py). That of 100,000 arrays fits written compact (40 MB),
+# not indented as zarr-python writes it (85 MB).
 MAX_BYTES = 64 << 20
 
 
-def load_json(raw: bytes, what: str) -> Any:
+def json_text(raw: bytes | None, what: str) -> str | None:
+    """The text of the document in ``raw`` (None: no document), decoded as
+    :func:`json.loads` decodes bytes. Parsing the text once its bytes are gone holds a
+    large document once, not twice."""
+    if raw is None:
+        return None
+    _check_size(raw, what)
+    try:
+        return raw.decode(json.detect_encoding(raw), "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise MetadataError(f"{what} is not valid JSON: {e}") from e
+
+
+def load_json(raw: bytes | str, what: str) -> Any:
     """The document in ``raw``; MetadataError naming ``what`` if it is not usable JSON."""
-    if len(raw) > MAX_BYTES:
-        raise MetadataError(f"{what} has {len(raw)} bytes, more than {MAX_BYTES} allowed")
-    too_deep = MetadataError(f"{what} nests deeper than {MAX_DEPTH} levels")
+    _check_size(raw, what)
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MetadataError(f"{what} is not valid JSON: {e}") from e
     except RecursionError:
-        raise too_deep from None
-    if _too_deep(doc):
-        raise too_deep
+        raise too_deep(what) from None
+    check_depth(doc, what)
     return doc
 
 
-def _too_deep(doc: Any) -> bool:
-    stack = [(doc, 1)]
+def _check_size(raw: bytes | str, what: str) -> None:
+    if len(raw) > MAX_BYTES:
+        raise MetadataError(f"{what} has {len(raw)} bytes, more than {MAX_BYTES} allowed")
+
+
+def too_deep(what: str) -> MetadataError:
+    return MetadataError(f"{what} nests deeper than {MAX_DEPTH} levels")
+
+
+def check_depth(doc: Any, what: str, depth: int = 1) -> None:
+    """MetadataError if ``doc``, found ``depth`` levels down its document, nests deeper
+    than MAX_DEPTH levels in all."""
+    stack = [(doc, depth)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return True
+            raise too_deep(what)
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
-    return False

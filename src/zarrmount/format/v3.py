@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zarrmount.format.consolidated import Members, split
 from zarrmount.format.dtypes import parse_v3_dtype, with_byte_order
 from zarrmount.format.fill import decode_v3_fill
 from zarrmount.format.jsondoc import load_json
@@ -25,6 +26,7 @@ _ARRAY_FIELDS = {
     "storage_transformers",
 }
 _GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadata"}
+CONSOLIDATED = ("consolidated_metadata", "metadata")  # where a group's holds the documents
 
 
 def check_extensions(doc: dict[str, Any], known: set[str]) -> None:
@@ -37,8 +39,18 @@ def check_extensions(doc: dict[str, Any], known: set[str]) -> None:
         raise MetadataError(f"unknown metadata field {name!r} that must be understood")
 
 
-def parse_document(raw: bytes) -> dict[str, Any]:
-    doc = load_json(raw, ZARR_JSON)
+def parse_document(raw: bytes | str) -> dict[str, Any]:
+    return _checked(load_json(raw, ZARR_JSON))
+
+
+def parse_root(text: str) -> tuple[dict[str, Any], Members | None]:
+    """The root's document, and the documents its consolidated metadata holds, apart (as
+    their JSON texts by key: see :mod:`zarrmount.format.consolidated`), or None."""
+    doc, members = split(text, ZARR_JSON, CONSOLIDATED)
+    return _checked(doc), members
+
+
+def _checked(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise MetadataError(f"{ZARR_JSON} is not a JSON object")
     if doc.get("zarr_format") != 3:
@@ -54,14 +66,6 @@ def parse_document(raw: bytes) -> dict[str, Any]:
 def parse_group(path: str, doc: dict[str, Any]) -> GroupNode:
     check_extensions(doc, _GROUP_FIELDS)
     return GroupNode(path, 3, doc.get("attributes", {}))
-
-
-def consolidated(doc: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The documents of every descendant, by path, when the group consolidates them."""
-    block = doc.get("consolidated_metadata")
-    if not isinstance(block, dict) or not isinstance(block.get("metadata"), dict):
-        return None
-    return {k.strip("/"): v for k, v in block["metadata"].items() if isinstance(v, dict)}
 
 
 def _named(value: Any, what: str) -> tuple[str, dict[str, Any]]:

@@ -4,32 +4,25 @@ from __future__ import annotations
 
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.format.draft import is_entry_point, parse_entry_point
-from zarrmount.format.jsondoc import load_json
+from zarrmount.format.jsondoc import json_text, load_json
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, MetadataError, Node
 from zarrmount.format.v2 import ZARRAY, ZGROUP
-from zarrmount.format.v3 import parse_document
-from zarrmount.hierarchy.base import Child, Dialect, SourceError
+from zarrmount.format.v3 import ZARR_JSON, parse_root
+from zarrmount.hierarchy.base import Child, Dialect, SourceError, digest
 from zarrmount.hierarchy.draft import DraftDialect
 from zarrmount.hierarchy.v2 import V2Dialect
 from zarrmount.hierarchy.v3 import V3Dialect
 from zarrmount.store import Store, StoreError
 
 
-def _dialect(store: Store) -> Dialect:
-    raw = store.get("zarr.json")
-    if raw is not None:
-        store.root_marker = "zarr.json"
-        try:  # parsed once: consolidated metadata of 100,000 arrays takes seconds
-            doc = parse_document(raw)
-        except MetadataError:
-            if is_entry_point(load_json(raw, "zarr.json")):  # a draft's: never v3 final
-                return DraftDialect.detect(store, parse_entry_point(raw))
-            raise
-        return V3Dialect(store, doc)
+def _dialect(store: Store, previous: Dialect | None) -> Dialect:
+    found = _v3_dialect(store, previous)
+    if found is not None:
+        return found
     for key in (ZARRAY, ZGROUP):
         if store.get(key) is not None:
             store.root_marker = key
-            return V2Dialect(store)
+            return V2Dialect(store, previous)
     if not store.root_exists():
         raise SourceError(f"{store.url} does not exist (no such bucket, prefix or directory)")
     raise SourceError(
@@ -37,10 +30,38 @@ def _dialect(store: Store) -> Dialect:
     )
 
 
-def open_hierarchy(store: Store) -> tuple[Dialect, Node, Pipeline | None]:
-    """The store's dialect and root node; raises SourceError when it cannot be mounted."""
+def _v3_dialect(store: Store, previous: Dialect | None) -> Dialect | None:
+    """The dialect of a store with a root ``zarr.json`` (None without), parsed a node's
+    document at a time (its consolidated metadata may hold 100,000), and only when it
+    differs from the one ``previous`` read (a reload of the same document parses none)."""
+    raw = store.get(ZARR_JSON)
+    if raw is None:
+        return None
+    store.root_marker = ZARR_JSON
+    found = digest(raw)
+    if isinstance(previous, V3Dialect) and previous.digest == found:
+        return previous
+    text = json_text(raw, ZARR_JSON)
+    del raw  # the document held once, as text
     try:
-        dialect = _dialect(store)
+        doc, members = parse_root(text)
+    except MetadataError:
+        if is_entry_point(load_json(text, ZARR_JSON)):  # a draft's: never v3 final
+            return DraftDialect.detect(store, parse_entry_point(text))
+        raise
+    del text  # only its parts from here
+    before = previous.consolidated if isinstance(previous, V3Dialect) else None
+    return V3Dialect(store, doc, members, found, before)
+
+
+def open_hierarchy(
+    store: Store, previous: Dialect | None = None
+) -> tuple[Dialect, Node, Pipeline | None]:
+    """The store's dialect and root node; raises SourceError when it cannot be mounted.
+    ``previous``: the dialect the store was last opened with, whose parsed metadata is
+    used again where the documents did not change (``previous`` itself where none did)."""
+    try:
+        dialect = _dialect(store, previous)
         node, pipeline = dialect.root()
         if isinstance(node, ArrayNode) and pipeline is None and node.meta.strings is None:
             pipeline = shared_pipeline(node.meta)  # listings keep none (see array_child)

@@ -24,9 +24,9 @@ def _validators(store: Store, keys: tuple[str, ...]) -> tuple[str | None, ...]:
     return tuple(store.validator(key) for key in keys)
 
 
-def _reopen(store: Store) -> Opened:
+def _reopen(store: Store, previous: Dialect) -> Opened:
     store.forget_listings()
-    return open_hierarchy(store)
+    return open_hierarchy(store, previous)
 
 
 class Tree:
@@ -42,9 +42,10 @@ class Tree:
         self.dialect, self.root = dialect, (root, pipeline)
 
     async def reopen(self) -> Opened:
-        """The hierarchy as the store holds it now (SourceError, StoreError)."""
+        """The hierarchy as the store holds it now (SourceError, StoreError); what the
+        current dialect parsed is used again where its document did not change."""
         started = time.monotonic()
-        found = await self.store.run(_reopen)
+        found = await self.store.run(_reopen, self.dialect)
         self.opened_at = started
         return found
 

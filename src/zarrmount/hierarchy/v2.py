@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v2
-from zarrmount.format.jsondoc import load_json
+from zarrmount.format.consolidated import Members, split
+from zarrmount.format.jsondoc import json_text
 from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
 from zarrmount.hierarchy.base import (
     NODE_ERRORS,
     Child,
     Dialect,
     array_child,
+    digest,
     join,
     probe_children,
 )
@@ -25,29 +25,35 @@ _METADATA_KEYS = {v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, ZMETADATA}
 log = logging.getLogger(__name__)
 
 
-def _consolidated(raw: bytes | None) -> dict[str, Any] | None:
-    """The documents of a ``.zmetadata`` file by key, or None if absent or unusable."""
+def _consolidated(store: Store, previous: Dialect | None) -> tuple[bytes | None, Members | None]:
+    """The digest of the ``.zmetadata`` file and its documents by key, each as its JSON
+    text (see :mod:`zarrmount.format.consolidated`): None if absent or unusable; those
+    ``previous`` read if the file is as it was then."""
+    raw = store.get(ZMETADATA)
     if raw is None:
-        return None
+        return None, None
+    found = digest(raw)
+    if isinstance(previous, V2Dialect) and previous.digest == found:
+        return found, previous.consolidated
     try:
-        doc = load_json(raw, ZMETADATA)
+        text = json_text(raw, ZMETADATA)
+        del raw  # the document held once, as text
+        _, metadata = split(text, ZMETADATA, ("metadata",))
     except MetadataError as e:
         log.warning("%s: listing the store instead", e)
-        return None
-    metadata = doc.get("metadata") if isinstance(doc, dict) else None
-    if not isinstance(metadata, dict):
+        return found, None
+    if metadata is None:
         log.warning(".zmetadata has no metadata object: listing the store instead")
-        return None
-    return metadata
+    return found, metadata
 
 
 class V2Dialect(Dialect):
     label = "2"
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, previous: Dialect | None = None) -> None:
         super().__init__(store)
         # Consolidated metadata answers every metadata read and listing without the store.
-        self.consolidated = _consolidated(store.get(ZMETADATA))
+        self.digest, self.consolidated = _consolidated(store, previous)
 
     def documents(self) -> tuple[str, ...]:
         return (*super().documents(), v2.ZATTRS, ZMETADATA)
@@ -55,8 +61,8 @@ class V2Dialect(Dialect):
     def _get(self, key: str) -> bytes | None:
         if self.consolidated is None:
             return self.store.get(key)
-        doc = self.consolidated.get(key)
-        return None if doc is None else json.dumps(doc).encode()
+        text = self.consolidated.get(key)
+        return None if text is None or text == "null" else text.encode()  # null: none
 
     def _names(self, path: str) -> list[str]:
         if self.consolidated is None:
