@@ -47,11 +47,11 @@ class ShardReader:
         cache: ChunkCache,
         decoders: Decoders,
         states: UnitStates,
-        check: Callable[[bytes], object],
+        check: Callable[[list[bytes]], list[bool]],
     ) -> None:
         self.path, self.grid, self.store, self.cache = path, grid, store, cache
         self.decoders, self.states = decoders, states
-        self.check = check  # decodes an inner chunk (ChunkDecodeError), in a worker thread
+        self.check = check  # which inner chunks decode, in a worker thread
 
     async def index(self, key: str, validator: str | None = None) -> np.ndarray:
         """The shard's index, from the cache; empty when the shard does not exist.
@@ -174,50 +174,44 @@ class ShardReader:
             return None
         return InnerPlace(key, *found, shard, generation)
 
-    async def build(self, unit: Coords, encoded: dict[Coords, bytes | None]) -> bytes | None:
-        """The new stored form of shard ``unit``: ``encoded`` inner chunks (by chunk
-        coordinates; None: all fill), the others copied from the old shard; None when
-        nothing is left to store."""
-        grid = self.grid
-        inner = grid.inner(unit)
+    async def build(
+        self, unit: Coords, chunks: dict[Coords, np.ndarray], encode: Callable
+    ) -> bytes | None:
+        """The new stored form of shard ``unit``: ``chunks`` (decoded, by chunk coordinates)
+        stored as ``encode`` gives them (None: all fill, left out), the other inner chunks
+        copied from the old shard; None when nothing is left to store. All but the read of
+        the old shard is done in one worker thread: each hop waits for a core, and on a
+        busy machine writers wait for the write-backs."""
+        inner = self.grid.inner(unit)
         # A shard whose inner chunks are all rewritten needs nothing of the old one.
-        copied = {} if len(encoded) == len(inner) else await self._old_pieces(unit, encoded)
+        old = None if len(chunks) == len(inner) else await self.store.get(self.grid.key(unit))
+        return await self.decoders.run(self._build, unit, chunks, encode, old)
+
+    def _build(
+        self, unit: Coords, chunks: dict[Coords, np.ndarray], encode: Callable, old: bytes | None
+    ) -> bytes | None:
+        copied = {} if old is None else self._kept(old, unit, chunks)
         pieces = {}
-        for local, coords in inner:
-            raw = encoded[coords] if coords in encoded else copied.get(local)
+        for local, coords in self.grid.inner(unit):
+            raw = encode(chunks[coords]) if coords in chunks else copied.get(local)
             if raw is not None:
                 pieces[local] = raw
-        if not pieces:
-            return None
-        return await self.decoders.run(grid.sharding.assemble, pieces)
+        return self.grid.sharding.assemble(pieces) if pieces else None
 
-    async def _old_pieces(self, unit: Coords, encoded: dict) -> dict[Coords, bytes]:
-        """The inner chunks of the stored shard that ``encoded`` leaves as they are, each
-        checked to decode: a damaged read must not be stored for good. One that does not
-        decode fails the rewrite (the new data stays dirty, tried again; writing that
+    def _kept(self, old: bytes, unit: Coords, chunks: dict) -> dict[Coords, bytes]:
+        """The inner chunks of the stored shard ``old`` that ``chunks`` leave as they are,
+        each checked to decode: a damaged read must not be stored for good. One that does
+        not decode fails the rewrite (the new data stays dirty, tried again; writing that
         inner chunk whole replaces it)."""
-        key = self.grid.key(unit)
-        pieces = await self._pieces(await self.store.get(key), unit, encoded)
-        bad = await self.decoders.run(self._undecodable, pieces)
-        if bad:
-            raise ChunkDecodeError(f"{key}: inner chunks {bad} to keep do not decode")
-        return pieces
-
-    async def _pieces(self, old: bytes | None, unit: Coords, encoded: dict) -> dict:
-        if old is None:
-            return {}
-        index = await self.decoders.run(self.grid.sharding.decode_index, self._index_bytes(old))
+        index = self.grid.sharding.decode_index(self._index_bytes(old))
         pieces: dict[Coords, bytes] = {}
         for local, coords in self.grid.inner(unit):
-            if coords not in encoded and (found := self.inner_range(index, local)) is not None:
+            if coords not in chunks and (found := self.inner_range(index, local)) is not None:
                 pieces[local] = old[found[0] : found[0] + found[1]]
+        decodes = self.check(list(pieces.values()))
+        bad = [list(local) for local, ok in zip(pieces, decodes, strict=True) if not ok]
+        if bad:
+            raise ChunkDecodeError(
+                f"{self.grid.key(unit)}: inner chunks {bad} to keep do not decode"
+            )
         return pieces
-
-    def _undecodable(self, pieces: dict[Coords, bytes]) -> list[list[int]]:
-        bad = []
-        for local, raw in pieces.items():
-            try:
-                self.check(raw)
-            except ChunkDecodeError:
-                bad.append(list(local))
-        return bad

@@ -216,9 +216,24 @@ class ChunkSource:
             chunk = self.pipeline.decode(raw, buffer)
         return Loaded(chunk.view(self.raw), chunk.nbytes, buffer)
 
-    def check(self, raw: bytes | memoryview) -> None:
-        """Decode ``raw`` only to know it decodes (ChunkDecodeError when not)."""
-        self.pool.give(self.decode_into(raw).buffer)
+    def check(self, raws: list[bytes]) -> list[bool]:
+        """Which of ``raws`` decode (in a worker thread), each decoded only to know it, in
+        turn into one pool buffer."""
+        if not raws:
+            return []
+        buffer = self.pool.take(self.meta.chunk_nbytes)
+        try:
+            return [self._decodes(raw, buffer) for raw in raws]
+        finally:
+            self.pool.give(buffer)
+
+    def _decodes(self, raw: bytes, buffer: np.ndarray) -> bool:
+        try:
+            with self.decoders.timed():
+                self.pipeline.decode(raw, buffer)
+        except ChunkDecodeError:
+            return False
+        return True
 
     async def preload(self, coords: list[Coords]) -> None:
         """Load the uncached chunks among ``coords`` (a piece of a wide request) in one

@@ -59,6 +59,16 @@ async def whole_elements(read, itemsize: int, offset: int, data: bytes) -> np.nd
     return merged
 
 
+class _Waiting:
+    """A write-back of one unit waiting for its turn, and then its outcome (an errno)."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.error: int | None = None
+
+
 class ArrayWriter(ArrayReader):
     """An array read and written; the owner of its dirty chunks in the cache."""
 
@@ -82,6 +92,7 @@ class ArrayWriter(ArrayReader):
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
         self._unsynced: set[str] = set()  # store keys written since the last sync
         self.behind = WriteBehind(self)
+        self._waiting: dict[Coords, _Waiting] = {}  # write-backs waiting for a turn, by unit
         self.steps = self._planner.steps  # flat C-order index steps of each axis
 
     # -- writes ------------------------------------------------------------------
@@ -193,10 +204,32 @@ class ArrayWriter(ArrayReader):
         self.source.revalidation.after_sync()
 
     async def write_back_unit(self, unit: Coords) -> int | None:
-        """Store the dirty chunks of ``unit``; the errno when storing failed, else None."""
-        grid = self.source.grid
+        """Store the dirty chunks of ``unit``; the errno when storing failed, else None.
+
+        One write-back of a unit at a time waits for its turn (``WRITE_BACKS``), and not
+        holding one: a pressure relief names every dirty chunk of a shard, several writers
+        relieve at once, and each holding a turn only to find the unit stored kept other
+        units waiting. A caller that finds one waiting takes its outcome: it stores what
+        is dirty when it begins."""
+        waiting = self._waiting.get(unit)
+        if waiting is not None:
+            await waiting.done.wait()
+            return waiting.error
+        waiting = self._waiting[unit] = _Waiting()
+        try:
+            waiting.error = await self._write_back_in_turn(unit)
+        finally:
+            if self._waiting.get(unit) is waiting:
+                del self._waiting[unit]
+            waiting.done.set()
+        return waiting.error
+
+    async def _write_back_in_turn(self, unit: Coords) -> int | None:
+        states, grid = self.source.states, self.source.grid
+        await states.idle(unit)
         async with self.cache.write_backs:
-            await self.source.states.idle(unit)
+            await states.idle(unit)
+            del self._waiting[unit]  # chunks dirtied from now on need a write-back of their own
             chunks = [c for c in self._dirty_chunks() if grid.unit(c) == unit]
             if not chunks:
                 return None
@@ -207,11 +240,11 @@ class ArrayWriter(ArrayReader):
         store_key = source.grid.key(unit)
         with source.states.rewriting(unit):
             try:
-                encoded = {c: await self._encode(self.cache.peek(source.key(c))) for c in chunks}
+                values = {c: self.cache.peek(source.key(c)) for c in chunks}
                 if source.grid.sharding is None:
-                    raw = encoded[unit]
+                    raw = await source.decoders.run(self._encode, values[unit])
                 else:
-                    raw = await source.shards.build(unit, encoded)
+                    raw = await source.shards.build(unit, values, self._encode)
                 await self._store(store_key, raw)
                 source.shards.forget(store_key)
                 source.listing.note_stored(unit)
@@ -226,11 +259,12 @@ class ArrayWriter(ArrayReader):
                 log.error("write-back of %s failed (kept in memory, will retry): %s", store_key, e)
                 return self.error
 
-    async def _encode(self, chunk: np.ndarray) -> bytes | None:
-        """The stored form of ``chunk``; ``None`` when it is all fill and should not exist."""
+    def _encode(self, chunk: np.ndarray) -> bytes | None:
+        """The stored form of ``chunk`` (in a decoding thread); ``None`` when it is all fill
+        and should not exist."""
         if not self.write_empty_chunks and is_fill(chunk, self.source.fill_element):
             return None
-        return await self.source.decoders.run(self.source.pipeline.encode, chunk)
+        return self.source.pipeline.encode(chunk)
 
     async def _store(self, key: str, raw: bytes | None) -> None:
         store = self.source.store
