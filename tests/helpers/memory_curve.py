@@ -2,6 +2,10 @@
 together, the slope of the resident set once the caches have filled, the allocation sites
 that grew, and a picture of it all.
 
+The resident set of a busy daemon swings by tens of MiB within seconds (buffers in flight,
+freed memory given back every 10 s), so a sample's figure is the mean of the readings of
+its window, one a second (:meth:`Curve.watch`); its lowest and highest are kept too.
+
 The sites come from the daemon itself (``PYTHONTRACEMALLOC=1`` in its environment, its
 root's ``user.zarrmount.heap`` attribute): the lines holding most of the traced memory.
 """
@@ -10,7 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +35,9 @@ LABELS = {"heap": "malloc in use", "traced": "Python traced"}
 @dataclass
 class Sample:
     seconds: float  # since the curve began
-    rss: int  # bytes
+    rss: float  # bytes, the mean of the window's readings
+    rss_low: int  # the window's lowest reading
+    rss_high: int  # and its highest
     traced: int  # bytes Python traces
     heap: int  # bytes malloc has handed out
     sites: dict[str, tuple[int, int]]  # file:line -> (bytes, blocks)
@@ -43,13 +52,22 @@ class Curve:
     mountpoint: str
     start: float = field(default_factory=time.monotonic)
     samples: list[Sample] = field(default_factory=list)
+    _window: list[int] = field(default_factory=list)  # readings since the last sample
+
+    def read_rss(self) -> None:
+        self._window.append(process_memory(self.pid, "VmRSS"))
 
     def sample(self) -> Sample:
+        """Close the window: its resident set, and what the daemon says of its heap."""
+        window, self._window = self._window, []
+        window = window or [process_memory(self.pid, "VmRSS")]
         sites = json.loads(os.getxattr(self.mountpoint, HEAP_XATTR))
         stats = json.loads(os.getxattr(self.mountpoint, STATS_XATTR))
         found = Sample(
             time.monotonic() - self.start,
-            process_memory(self.pid, "VmRSS"),
+            sum(window) / len(window),
+            min(window),
+            max(window),
             stats["memory_python_traced_bytes"],
             stats["memory_heap_bytes"],
             {s["site"]: (s["bytes"], s["blocks"]) for s in sites},
@@ -99,6 +117,25 @@ class Curve:
         return "\n".join(lines)
 
 
+@contextmanager
+def watch(curves: list[Curve], every: float = 1.0) -> Iterator[None]:
+    """Read each daemon's resident set every ``every`` seconds in a thread, meanwhile."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            for curve in curves:
+                curve.read_rss()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def plot(curves: list[Curve], path: Path) -> None:
     """Each daemon's resident set and traced Python heap against time (matplotlib)."""
     import matplotlib
@@ -110,6 +147,8 @@ def plot(curves: list[Curve], path: Path) -> None:
     for curve in curves:
         minutes = [s.seconds / 60 for s in curve.samples]
         line = ax.plot(minutes, [s.rss / MIB for s in curve.samples], label=f"{curve.name} RSS")
+        low, high = ([getattr(s, k) / MIB for s in curve.samples] for k in ("rss_low", "rss_high"))
+        ax.fill_between(minutes, low, high, color=line[0].get_color(), alpha=0.2, linewidth=0)
         for what, style in (("heap", "-."), ("traced", ":")):
             ax.plot(
                 minutes,

@@ -1,7 +1,7 @@
 """Memory soak: the workload of the rw soak (writers, readers, a shared mmap, and clients
 that open, read, close and list over and over) on a v2 and a v3 mount at once, each
-reloaded with SIGHUP every 10 s; every 10 s each daemon's resident set and the allocation
-sites Python traces in it are sampled.
+reloaded with SIGHUP every 10 s; every 10 s each daemon's resident set (the mean of a
+reading each second) and the allocation sites Python traces in it are sampled.
 
 It fails on an error or a wrong byte, and, once the run is long enough for the caches to
 have filled in its first third (``SLOPE_FROM_S``), when a daemon's resident set still
@@ -70,7 +70,7 @@ def test_memory_stays_flat_under_load_with_reloads(tmp_path):
             curves.append(memory_curve.Curve(mount, m.proc.pid, m.path))
         for curve in curves:
             curve.sample()
-        with soak.Crew(targets, seed=7) as crew:
+        with soak.Crew(targets, seed=7) as crew, memory_curve.watch(curves):
             report = crew.open(paths)
             report.add(crew.run(SOAK_S, lambda until: _reload_and_sample(curves, until)))
             report.add(crew.close())
