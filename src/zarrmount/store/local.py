@@ -10,6 +10,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from zarrmount.store.base import Store, StoreError, T, key_parts
 from zarrmount.store.files import LocalFile
@@ -19,6 +20,9 @@ log = logging.getLogger(__name__)
 TMP_PREFIX = ".zarrmount-tmp-"
 # At the root of a store mounted read-write: its flock marks the one writer.
 LOCK_NAME = ".zarrmount.lock"
+# Files fsynced at once: ext4 commits concurrent fsyncs together (120 files of 120 KB here:
+# 15 ms eight at a time, 450 ms one after another).
+SYNC_THREADS = 8
 
 
 class LocalStore(Store):
@@ -204,19 +208,22 @@ class LocalStore(Store):
     def sync(self, keys: Iterable[str]) -> None:
         """fsync each key's file, then its directory and every one above it up to the
         root: they hold the rename that put the file in place (or the unlink that removed
-        it) and the directories made for it."""
+        it) and the directories made for it. A file deleted (or a key never stored) is
+        passed over: its directory says so. Files, then each level of directories, are
+        fsynced several at once."""
+        files = {self._path(key): key for key in keys}
         directories: set[str] = set()
-        for key in keys:
-            path = self._path(key)
-            with contextlib.suppress(FileNotFoundError):  # deleted: its directory says so
-                _fsync(path, key)
+        for path in files:
             directory = os.path.dirname(path)
             while directory.startswith(self.root) and directory not in directories:
                 directories.add(directory)
                 directory = os.path.dirname(directory)
-        for directory in sorted(directories, key=len, reverse=True):
-            with contextlib.suppress(FileNotFoundError):  # a delete of a key never stored
-                _fsync(directory, os.path.relpath(directory, self.root) + "/")
+        _fsync_all(files.items())
+        levels: dict[int, list[str]] = {}
+        for directory in directories:
+            levels.setdefault(directory.count(os.sep), []).append(directory)
+        for depth in sorted(levels, reverse=True):  # a directory after those it holds
+            _fsync_all((d, os.path.relpath(d, self.root) + "/") for d in levels[depth])
 
     def lock_writer(self, holder: str) -> object:
         """``flock`` on a file at the root: the kernel drops it when the holder dies."""
@@ -283,6 +290,22 @@ def _validator(entry: os.DirEntry) -> str:
 
 def _stat_validator(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
+
+
+def _fsync_all(named: Iterable[tuple[str, str]]) -> None:
+    """``_fsync`` of each ``(path, name)``, ``SYNC_THREADS`` at once; a missing path is
+    passed over, the first other failure raised."""
+    named = list(named)
+    if not named:
+        return
+    with ThreadPoolExecutor(min(SYNC_THREADS, len(named))) as pool:
+        for _ in pool.map(lambda pair: _fsync_present(*pair), named):
+            pass
+
+
+def _fsync_present(path: str, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _fsync(path, name)
 
 
 def _fsync(path: str, name: str) -> None:
