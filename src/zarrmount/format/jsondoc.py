@@ -11,23 +11,10 @@ from zarrmount.format.model import MetadataError
 # a document (attributes as xattrs, --inspect) must be safe from Python's recursion limit.
 MAX_DEPTH = 256
 # Larger documents are refused before parsing: parsed JSON takes several times its size in
-# memory (consolidated metadata, parsed a node's document at a time, about twice its size
-# while it is: format/consolidated.py). That of 100,000 arrays fits written compact (40 MB),
-# not indented as zarr-python writes it (85 MB).
+# memory. Consolidated metadata is read a window at a time, each node's document kept as
+# its text (format/consolidated.py: its own limits); there this bounds each value, and the
+# rest of the document together.
 MAX_BYTES = 64 << 20
-
-
-def json_text(raw: bytes | None, what: str) -> str | None:
-    """The text of the document in ``raw`` (None: no document), decoded as
-    :func:`json.loads` decodes bytes. Parsing the text once its bytes are gone holds a
-    large document once, not twice."""
-    if raw is None:
-        return None
-    _check_size(raw, what)
-    try:
-        return raw.decode(json.detect_encoding(raw), "surrogatepass")
-    except UnicodeDecodeError as e:
-        raise MetadataError(f"{what} is not valid JSON: {e}") from e
 
 
 def load_json(raw: bytes | str, what: str) -> Any:

@@ -10,6 +10,7 @@ from zarrmount.format.fill import decode_v3_fill
 from zarrmount.format.jsondoc import load_json
 from zarrmount.format.model import ArrayMeta, ChunkKeyEncoding, GroupNode, MetadataError
 from zarrmount.format.strings import V3_TYPES, string_fill
+from zarrmount.format.windowed import Stored
 
 ZARR_JSON = "zarr.json"
 _ARRAY_FIELDS = {
@@ -43,10 +44,10 @@ def parse_document(raw: bytes | str) -> dict[str, Any]:
     return _checked(load_json(raw, ZARR_JSON))
 
 
-def parse_root(text: str) -> tuple[dict[str, Any], Members | None]:
+def parse_root(stored: Stored) -> tuple[dict[str, Any], Members | None]:
     """The root's document, and the documents its consolidated metadata holds, apart (as
     their JSON texts by key: see :mod:`zarrmount.format.consolidated`), or None."""
-    doc, members = split(text, ZARR_JSON, CONSOLIDATED)
+    doc, members = split(stored, ZARR_JSON, CONSOLIDATED)
     return _checked(doc), members
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from zarrmount.codecs import CodecError, Pipeline, shared_pipeline
 from zarrmount.format.draft import is_entry_point, parse_entry_point
-from zarrmount.format.jsondoc import json_text, load_json
+from zarrmount.format.jsondoc import MAX_BYTES, load_json
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode, MetadataError, Node
 from zarrmount.format.v2 import ZARRAY, ZGROUP
 from zarrmount.format.v3 import ZARR_JSON, parse_root
-from zarrmount.hierarchy.base import Child, Dialect, SourceError, digest
+from zarrmount.format.windowed import Stored
+from zarrmount.hierarchy.base import Child, Dialect, SourceError
 from zarrmount.hierarchy.draft import DraftDialect
+from zarrmount.hierarchy.stored import digest, with_stored
 from zarrmount.hierarchy.v2 import V2Dialect
 from zarrmount.hierarchy.v3 import V3Dialect
 from zarrmount.store import Store, StoreError
@@ -31,27 +33,36 @@ def _dialect(store: Store, previous: Dialect | None) -> Dialect:
 
 
 def _v3_dialect(store: Store, previous: Dialect | None) -> Dialect | None:
-    """The dialect of a store with a root ``zarr.json`` (None without), parsed a node's
-    document at a time (its consolidated metadata may hold 100,000), and only when it
-    differs from the one ``previous`` read (a reload of the same document parses none)."""
-    raw = store.get(ZARR_JSON)
-    if raw is None:
-        return None
+    """The dialect of a store with a root ``zarr.json`` (None without)."""
+    return with_stored(store, ZARR_JSON, lambda stored: _v3_opened(store, stored, previous))
+
+
+def _v3_opened(store: Store, stored: Stored, previous: Dialect | None) -> Dialect:
+    """The dialect of the root document ``stored``, parsed a node's document at a time
+    (its consolidated metadata may hold 100,000), and only when it differs from the one
+    ``previous`` read (a reload of the same document parses none)."""
     store.root_marker = ZARR_JSON
-    found = digest(raw)
+    found = digest(stored)
     if isinstance(previous, V3Dialect) and previous.digest == found:
         return previous
-    text = json_text(raw, ZARR_JSON)
-    del raw  # the document held once, as text
     try:
-        doc, members = parse_root(text)
+        doc, members = parse_root(stored)
     except MetadataError:
-        if is_entry_point(load_json(text, ZARR_JSON)):  # a draft's: never v3 final
-            return DraftDialect.detect(store, parse_entry_point(text))
-        raise
-    del text  # only its parts from here
+        suffix = _entry_point(stored)
+        if suffix is None:
+            raise
+        return DraftDialect.detect(store, suffix)
     before = previous.consolidated if isinstance(previous, V3Dialect) else None
     return V3Dialect(store, doc, members, found, before)
+
+
+def _entry_point(stored: Stored) -> str | None:
+    """The metadata key suffix of a v3 draft's entry point (never v3 final) in ``stored``;
+    None where it is none (a document larger than any may be is none)."""
+    if stored.size > MAX_BYTES:
+        return None
+    raw = bytes(stored.read(0, stored.size))
+    return parse_entry_point(raw) if is_entry_point(load_json(raw, ZARR_JSON)) else None
 
 
 def open_hierarchy(

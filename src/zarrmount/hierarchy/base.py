@@ -7,7 +7,6 @@ node and the rest of the tree still mounts.
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -39,11 +38,6 @@ class Child:
     name: str
     node: Node
     pipeline: Pipeline | None = None  # None: an array's file builds its own when opened
-
-
-def digest(raw: bytes) -> bytes:
-    """What tells a document read again from the one read before, without keeping it."""
-    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def join(path: str, name: str) -> str:

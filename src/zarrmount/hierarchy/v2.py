@@ -7,17 +7,17 @@ import logging
 from zarrmount.codecs import Pipeline
 from zarrmount.format import v2
 from zarrmount.format.consolidated import Members, split
-from zarrmount.format.jsondoc import json_text
 from zarrmount.format.model import GroupNode, HiddenNode, MetadataError, Node
+from zarrmount.format.windowed import Stored
 from zarrmount.hierarchy.base import (
     NODE_ERRORS,
     Child,
     Dialect,
     array_child,
-    digest,
     join,
     probe_children,
 )
+from zarrmount.hierarchy.stored import digest, with_stored
 from zarrmount.store import Store, StoreError
 
 ZMETADATA = ".zmetadata"
@@ -29,16 +29,15 @@ def _consolidated(store: Store, previous: Dialect | None) -> tuple[bytes | None,
     """The digest of the ``.zmetadata`` file and its documents by key, each as its JSON
     text (see :mod:`zarrmount.format.consolidated`): None if absent or unusable; those
     ``previous`` read if the file is as it was then."""
-    raw = store.get(ZMETADATA)
-    if raw is None:
-        return None, None
-    found = digest(raw)
+    return with_stored(store, ZMETADATA, lambda stored: _read(stored, previous)) or (None, None)
+
+
+def _read(stored: Stored, previous: Dialect | None) -> tuple[bytes, Members | None]:
+    found = digest(stored)
     if isinstance(previous, V2Dialect) and previous.digest == found:
         return found, previous.consolidated
     try:
-        text = json_text(raw, ZMETADATA)
-        del raw  # the document held once, as text
-        _, metadata = split(text, ZMETADATA, ("metadata",))
+        _, metadata = split(stored, ZMETADATA, ("metadata",))
     except MetadataError as e:
         log.warning("%s: listing the store instead", e)
         return found, None
