@@ -1,8 +1,9 @@
 """A v3 hierarchy of 100,000 arrays in 110 groups, described by the consolidated metadata
-of its root's ``zarr.json`` (40 MB): mounted and listed whole with ``ls -lR``, every file
-has the size NumPy computes from the shape and data type it was written with, the arrays
+of its root's ``zarr.json`` as zarr-python writes it (indented: 89 MB, more than any
+document parsed whole may be): mounted and listed whole with ``ls -lR``, every file has
+the size NumPy computes from the shape and data type it was written with, the arrays
 zarr-python wrote read as it reads them, and the daemon's peak resident set stays within
-its cache plus 150 MiB."""
+its cache plus 150 MiB. A root document past what may be read is refused in one line."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.mounting import mounted, process_memory
+from helpers.mounting import mounted, process_memory, run_cli
 from helpers.oracle import read_file
 from helpers.stores.consolidated import DATA_TYPES, WRITTEN, Wide, build_wide
 from helpers.stores.v3 import zarr_oracle
+
+from zarrmount.format.consolidated import MAX_SPLIT_BYTES
+from zarrmount.format.jsondoc import MAX_BYTES
 
 pytestmark = pytest.mark.mount
 
@@ -66,6 +70,7 @@ def test_100000_consolidated_arrays_list_whole_within_the_memory_budget(tmp_path
     root = tmp_path / "wide.zarr"
     wide = build_wide(root, GROUPS, SUBGROUPS, PER_GROUP)
     assert len(wide.arrays) == GROUPS * SUBGROUPS * PER_GROUP + len(DATA_TYPES)
+    assert (root / "zarr.json").stat().st_size > MAX_BYTES
     expected = _expected_bytes(root, wide)
     limit = ["prlimit", f"--as={4 << 30}", "--"]
     options = [f"cache_size={CACHE >> 20}M"]
@@ -80,3 +85,17 @@ def test_100000_consolidated_arrays_list_whole_within_the_memory_budget(tmp_path
     assert {path for path, (kind, _) in listed.items() if kind == "d"} == set(wide.groups)
     assert len(listed) == len(files) + len(wide.groups)
     assert peak <= BUDGET, f"peak RSS {peak >> 20} MiB, more than {BUDGET >> 20} MiB"
+
+
+def test_a_root_document_past_the_size_limit_fails_in_one_line(tmp_path):
+    """A sparse file larger than a root document with consolidated metadata may be: the
+    mount fails at once with why, having read none of it."""
+    root = tmp_path / "huge.zarr"
+    root.mkdir()
+    with open(root / "zarr.json", "wb") as f:
+        f.truncate(MAX_SPLIT_BYTES + 1)
+    (tmp_path / "mnt").mkdir()
+    done = run_cli([root, tmp_path / "mnt"])
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"zarr.json has {MAX_SPLIT_BYTES + 1} bytes, more than" in done.stderr

@@ -2,19 +2,22 @@
 
 zarr-python takes minutes to write 100,000 arrays, so it writes a few (one per data type,
 with their chunks) and consolidates them; its documents are then the templates of the
-many more written into the root's ``zarr.json`` here, each with a shape of its own. Only
-the arrays zarr-python wrote have chunks and documents of their own: the others read as
-their fill value, and a mount lists them from the consolidated metadata alone.
+many more described in the root's consolidated metadata here, each with a shape of its
+own, and zarr-python writes the root's ``zarr.json`` from its own model of them, as its
+consolidation writes it (indented by its ``json_indent``, 2 by default). Only the arrays
+zarr-python wrote have chunks and documents of their own: the others read as their fill
+value, and a mount lists them from the consolidated metadata alone.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import zarr
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.group import ConsolidatedMetadata, GroupMetadata
 
 from helpers.stores.core import quiet
 from helpers.stores.data import make_data
@@ -67,7 +70,7 @@ def _array_doc(template: dict, shape: tuple[int, ...], index: int) -> dict:
 def build_wide(root: Path, groups: int, subgroups: int, per_group: int) -> Wide:
     """``groups`` groups of ``subgroups`` groups of ``per_group`` arrays each, of varied
     shapes (1 to 3 dimensions, lengths 0 to 40) and data types, beside the written ones;
-    the root's ``zarr.json`` written compact, as one line."""
+    the root's ``zarr.json`` written by zarr-python."""
     rng = np.random.default_rng(32)
     _written(root, rng)
     top = read_doc(root, "")
@@ -90,5 +93,14 @@ def build_wide(root: Path, groups: int, subgroups: int, per_group: int) -> Wide:
                 metadata[path] = _array_doc(templates[data_type], shape, index)
                 arrays[path] = (shape, data_type)
                 index += 1
-    (root / "zarr.json").write_text(json.dumps(top, separators=(",", ":")))
+    _zarr_python_writes(root, top)
     return Wide(arrays, names)
+
+
+def _zarr_python_writes(root: Path, top: dict) -> None:
+    """The root's ``zarr.json`` as zarr-python's consolidation writes it: its group's
+    metadata, holding every document as zarr-python reads it, serialized by zarr-python."""
+    metadata = ConsolidatedMetadata.from_dict(top["consolidated_metadata"])
+    group = GroupMetadata(attributes=top["attributes"], consolidated_metadata=metadata)
+    written = group.to_buffer_dict(default_buffer_prototype())["zarr.json"]
+    (root / "zarr.json").write_bytes(written.to_bytes())
