@@ -97,7 +97,10 @@ def _line(name: str, r: soak.Report) -> str:
 
 def run(args, work: Path) -> list[str]:
     short, src = _old_source(work, args.rev)
-    mounting.LOG_DIR = str(work)
+    logs = work / "soak-logs"  # the daemons' logs of this run only
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    mounting.LOG_DIR = str(logs)
     variants = {MAIN: {}, short: _daemon_of(src)}
     reports: dict[str, list[soak.Report]] = {v: [] for v in variants}
     for rep in range(args.reps):
