@@ -16,6 +16,7 @@ older commit's, and no failed operation.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import statistics
@@ -43,10 +44,8 @@ def _old_source(work: Path, rev: str) -> tuple[str, Path]:
         archive = subprocess.run(
             ["git", "-C", str(b.ROOT), "archive", short, "src"], capture_output=True, check=True
         )
-        (dest / "src.tar").write_bytes(archive.stdout)
-        with tarfile.open(dest / "src.tar") as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(dest, filter="data")
-        (dest / "src.tar").unlink()
     return short, dest / "src"
 
 
