@@ -1,8 +1,12 @@
-"""Test doubles of stores: the parts that tests of reads do not exercise."""
+"""Test doubles of stores: the parts that tests of reads do not exercise, and a local
+store that holds one key's store until the test lets it go."""
 
 from __future__ import annotations
 
+import threading
+
 from zarrmount.store.base import Store
+from zarrmount.store.local import LocalStore
 
 
 class ReadOnlyRemoteDouble(Store):
@@ -22,3 +26,20 @@ class ReadOnlyRemoteDouble(Store):
 
     def list_dir(self, prefix):
         return []
+
+
+class GatedStore(LocalStore):
+    """Holds the store of one key until the test opens the gate; lists what was stored,
+    in order."""
+
+    def __init__(self, root: str, gated: str) -> None:
+        super().__init__(root)
+        self.gated = gated
+        self.gate = threading.Event()
+        self.stored: list[str] = []
+
+    def set(self, key: str, value: bytes) -> None:
+        if key == self.gated:
+            assert self.gate.wait(60), "the test never opened the gate"
+        super().set(key, value)
+        self.stored.append(key)

@@ -8,13 +8,13 @@ and zarr-python must read the store equal to the model after a flush.
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 import pytest
 import trio
 import zarr
 from helpers.rw_tools import v2_spec
+from helpers.store_doubles import GatedStore
 
 from zarrmount import hierarchy
 from zarrmount.assemble import assemble
@@ -68,22 +68,6 @@ def test_random_writes_match_model(tmp_path, kind, cache):
     trio.run(main)
     stored = np.ascontiguousarray(zarr.open_array(root, mode="r")[:])
     assert stored.tobytes() == model.tobytes()
-
-
-class GatedStore(LocalStore):
-    """Holds the store of one key until the test opens the gate; tells when others land."""
-
-    def __init__(self, root: str, gated: str) -> None:
-        super().__init__(root)
-        self.gated = gated
-        self.gate = threading.Event()
-        self.stored: list[str] = []
-
-    def set(self, key: str, value: bytes) -> None:
-        if key == self.gated:
-            assert self.gate.wait(60), "the test never opened the gate"
-        super().set(key, value)
-        self.stored.append(key)
 
 
 @pytest.mark.parametrize("kind", ["v3", "sharded"])

@@ -4,37 +4,20 @@ shard, and those callers must not take the turns (``WRITE_BACKS``) other shards 
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 import trio
 import zarr
+from helpers.store_doubles import GatedStore
 
 from zarrmount import hierarchy
 from zarrmount.assemble import assemble
 from zarrmount.cache.chunks import WRITE_BACKS
 from zarrmount.options import MountOptions
-from zarrmount.store.local import LocalStore
 
 SHAPE, CHUNKS, SHARDS = (32, 16), (4, 4), (16, 16)  # two shards of 16 inner chunks
 INNER = (SHARDS[0] // CHUNKS[0]) * (SHARDS[1] // CHUNKS[1])
 A, B = "c/0/0", "c/1/0"
-
-
-class GatedStore(LocalStore):
-    """Holds the store of one key until the test opens the gate; counts every store."""
-
-    def __init__(self, root: str, gated: str) -> None:
-        super().__init__(root)
-        self.gated = gated
-        self.gate = threading.Event()
-        self.stored: list[str] = []
-
-    def set(self, key: str, value: bytes) -> None:
-        if key == self.gated:
-            assert self.gate.wait(60), "the test never opened the gate"
-        super().set(key, value)
-        self.stored.append(key)
 
 
 def test_a_relief_of_a_whole_shard_leaves_turns_to_other_shards(tmp_path):
