@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers import rw_tools
 from helpers.mounting import process_memory
 
 MIB = 1 << 20
 HEAP_XATTR = "user.zarrmount.heap"
-STATS_XATTR = "user.zarrmount.stats"
 TRACING = {"PYTHONTRACEMALLOC": "1"}  # the environment of a daemon that reports its sites
 LABELS = {"heap": "malloc in use", "traced": "Python traced"}
 
@@ -62,7 +62,7 @@ class Curve:
         window, self._window = self._window, []
         window = window or [process_memory(self.pid, "VmRSS")]
         sites = json.loads(os.getxattr(self.mountpoint, HEAP_XATTR))
-        stats = json.loads(os.getxattr(self.mountpoint, STATS_XATTR))
+        stats = rw_tools.stats(self.mountpoint)
         found = Sample(
             time.monotonic() - self.start,
             sum(window) / len(window),

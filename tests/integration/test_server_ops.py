@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from helpers import memory_curve
+from helpers import memory_curve, rw_tools
 from helpers.mounting import (
     mounted,
     new_mountpoint,
@@ -227,8 +227,7 @@ def test_a_tracing_daemon_names_its_largest_allocation_sites(store):
     with mounted(store, tag="stats-heap", env=memory_curve.TRACING) as m:
         assert os.listdir(m.path)
         sites = json.loads(os.getxattr(m.path, memory_curve.HEAP_XATTR))
-        traced = json.loads(os.getxattr(m.path, memory_curve.STATS_XATTR))
-        traced = traced["memory_python_traced_bytes"]
+        traced = rw_tools.stats(m.path)["memory_python_traced_bytes"]
         assert 0 < traced < process_memory(m.proc.pid, "VmRSS")
         assert 0 < len(sites) <= 100
         assert sum(s["bytes"] for s in sites) <= traced

@@ -37,7 +37,7 @@ _GROUP_FIELDS = {"extensions", "attributes"}
 _BYTES_CODECS = {"gzip": "gzip", "zstd": "zstd", "blosc": "blosc", "crc32c": "crc32c"}
 
 
-def parse_entry_point(raw: bytes | str) -> str:
+def parse_entry_point(raw: bytes) -> str:
     """Validate the root ``zarr.json`` of a draft hierarchy; returns the metadata key suffix."""
     doc = load_json(raw, "zarr.json")
     if not isinstance(doc, dict) or doc.get("zarr_format") not in PROTOCOLS:

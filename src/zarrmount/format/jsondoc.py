@@ -17,7 +17,7 @@ MAX_DEPTH = 256
 MAX_BYTES = 64 << 20
 
 
-def load_json(raw: bytes | str, what: str) -> Any:
+def load_json(raw: bytes, what: str) -> Any:
     """The document in ``raw``; MetadataError naming ``what`` if it is not usable JSON."""
     _check_size(raw, what)
     try:
@@ -30,7 +30,7 @@ def load_json(raw: bytes | str, what: str) -> Any:
     return doc
 
 
-def _check_size(raw: bytes | str, what: str) -> None:
+def _check_size(raw: bytes, what: str) -> None:
     if len(raw) > MAX_BYTES:
         raise MetadataError(f"{what} has {len(raw)} bytes, more than {MAX_BYTES} allowed")
 

@@ -40,7 +40,7 @@ def check_extensions(doc: dict[str, Any], known: set[str]) -> None:
         raise MetadataError(f"unknown metadata field {name!r} that must be understood")
 
 
-def parse_document(raw: bytes | str) -> dict[str, Any]:
+def parse_document(raw: bytes) -> dict[str, Any]:
     return _checked(load_json(raw, ZARR_JSON))
 
 
