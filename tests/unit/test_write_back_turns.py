@@ -1,5 +1,6 @@
 """Write-backs under pressure without FUSE: a relief names every dirty inner chunk of a
-shard, and those callers must not take the turns (``WRITE_BACKS``) other shards wait for."""
+shard, and those callers must not take the turns (``WRITE_BACKS``) other shards wait for;
+a caller that takes another's outcome still gets one when that other is cancelled."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 
 import numpy as np
 import trio
+import trio.testing
 import zarr
 from helpers.store_doubles import GatedStore
 
@@ -20,19 +22,29 @@ INNER = (SHARDS[0] // CHUNKS[0]) * (SHARDS[1] // CHUNKS[1])
 A, B = "c/0/0", "c/1/0"
 
 
-def test_a_relief_of_a_whole_shard_leaves_turns_to_other_shards(tmp_path):
-    """Shard A's 16 dirty inner chunks and one of shard B are written back by one relief
-    while A's store hangs: B is stored meanwhile, A once, and the relief reports no error."""
-    assert INNER > WRITE_BACKS  # A's callers alone could take every turn
+def _mounted(tmp_path):
+    """A rw mount, without FUSE, of a fresh sharded array whose shard A's store waits at
+    a gate; its root, store and mount."""
     root = str(tmp_path / "s.zarr")
     zarr.create_array(root, shape=SHAPE, chunks=CHUNKS, shards=SHARDS, dtype="u1", fill_value=0)
-    model = np.zeros(SHAPE, dtype=np.uint8).reshape(-1)
     store = GatedStore(root, A)
     dialect, node, pipeline = hierarchy.open_hierarchy(store)
     options = MountOptions()
     options.apply("rw")
-    mount = assemble(dialect, node, pipeline, options)
+    return root, store, assemble(dialect, node, pipeline, options)
+
+
+def _stored(root) -> bytes:
+    return np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).tobytes()
+
+
+def test_a_relief_of_a_whole_shard_leaves_turns_to_other_shards(tmp_path):
+    """Shard A's 16 dirty inner chunks and one of shard B are written back by one relief
+    while A's store hangs: B is stored meanwhile, A once, and the relief reports no error."""
+    assert INNER > WRITE_BACKS  # A's callers alone could take every turn
+    root, store, mount = _mounted(tmp_path)
     fs = mount.fs
+    model = np.zeros(SHAPE, dtype=np.uint8).reshape(-1)
     shard_a = np.random.default_rng(32).integers(1, 255, SHARDS[0] * SHARDS[1], dtype=np.uint8)
     model[: shard_a.size] = shard_a
     model[shard_a.size + 5] = 9
@@ -57,5 +69,40 @@ def test_a_relief_of_a_whole_shard_leaves_turns_to_other_shards(tmp_path):
     trio.run(main)
     assert relieved["error"] is None
     assert store.stored.count(A) == 1 and store.stored.count(B) == 1
-    stored = np.ascontiguousarray(zarr.open_array(root, mode="r")[:]).reshape(-1)
-    assert stored.tobytes() == model.tobytes()
+    assert _stored(root) == model.tobytes()
+
+
+def test_a_cancelled_write_back_leaves_its_waiters_to_store(tmp_path):
+    """Two fsyncs of one dirty shard wait for a turn, the second on the first's outcome;
+    the first is cancelled: the second stores the shard and succeeds."""
+    root, store, mount = _mounted(tmp_path)
+    fs = mount.fs
+    model = np.zeros(SHAPE, dtype=np.uint8).reshape(-1)
+    model[SHARDS[0] * SHARDS[1] + 5] = 9
+
+    async def main() -> None:
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDWR)
+        await fs.write(fh, SHARDS[0] * SHARDS[1] + 5, b"\x09")  # one of B
+        turns = [object() for _ in range(WRITE_BACKS)]
+        for t in turns:  # every turn taken: both fsyncs wait
+            await mount.cache.write_backs.acquire_on_behalf_of(t)
+        async with trio.open_nursery() as nursery:
+            first = trio.CancelScope()
+
+            async def cancelled() -> None:
+                with first:
+                    await fs.fsync(fh)
+
+            nursery.start_soon(cancelled)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(fs.fsync, fh)
+            await trio.testing.wait_all_tasks_blocked()
+            first.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            for t in turns:
+                mount.cache.write_backs.release_on_behalf_of(t)
+        assert B in store.stored
+        await fs.release(fh)
+
+    trio.run(main)
+    assert _stored(root) == model.tobytes()

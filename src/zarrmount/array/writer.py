@@ -60,12 +60,14 @@ async def whole_elements(read, itemsize: int, offset: int, data: bytes) -> np.nd
 
 
 class _Waiting:
-    """A write-back of one unit waiting for its turn, and then its outcome (an errno)."""
+    """A write-back of one unit waiting for its turn, and then its outcome (an errno);
+    ``ended`` is False when its caller was cancelled before it had one."""
 
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "ended", "error")
 
     def __init__(self) -> None:
         self.done = trio.Event()
+        self.ended = False
         self.error: int | None = None
 
 
@@ -210,14 +212,17 @@ class ArrayWriter(ArrayReader):
         holding one: a pressure relief names every dirty chunk of a shard, several writers
         relieve at once, and each holding a turn only to find the unit stored kept other
         units waiting. A caller that finds one waiting takes its outcome: it stores what
-        is dirty when it begins."""
+        is dirty when it begins; when that caller is cancelled first, it waits its own turn."""
         waiting = self._waiting.get(unit)
         if waiting is not None:
             await waiting.done.wait()
-            return waiting.error
+            if waiting.ended:
+                return waiting.error
+            return await self.write_back_unit(unit)
         waiting = self._waiting[unit] = _Waiting()
         try:
             waiting.error = await self._write_back_in_turn(unit)
+            waiting.ended = True
         finally:
             if self._waiting.get(unit) is waiting:
                 del self._waiting[unit]
