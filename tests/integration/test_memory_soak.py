@@ -1,7 +1,8 @@
 """Memory soak: the workload of the rw soak (writers, readers, a shared mmap, and clients
 that open, read, close and list over and over) on a v2 and a v3 mount at once, each
 reloaded with SIGHUP every 10 s; every 10 s each daemon's resident set (the mean of a
-reading each second) and the allocation sites Python traces in it are sampled.
+reading each second), the bytes Python traces and malloc's bytes in use are sampled, and
+the allocation sites Python traces are marked before the last two thirds and at the end.
 
 It fails on an error or a wrong byte, and, once the run is long enough for the caches to
 have filled in its first third (``SLOPE_FROM_S``), when a daemon's resident set still
@@ -30,6 +31,7 @@ MIB = 1 << 20
 SOAK_S = float(os.environ.get("ZARRMOUNT_SOAK_S", "40"))
 PLOT = os.environ.get("ZARRMOUNT_SOAK_PLOT")
 EVERY_S = 10.0  # a reload and a sample of each daemon
+MARK_BEFORE_S = 3 * EVERY_S
 SLOPE_FROM_S = 600.0  # shorter runs see the caches filling, not a plateau
 BOUND = 1.0  # MiB per 10 minutes
 MOUNTS = soak.mounts(32 * MIB)
@@ -37,16 +39,20 @@ MOUNTS = soak.mounts(32 * MIB)
 
 def _reload_and_sample(curves: list[memory_curve.Curve], until: float) -> None:
     """On each tick of ``EVERY_S`` until ``until``: SIGHUP each daemon, then sample them
-    at once (a snapshot of a daemon's allocations takes seconds; a tick that comes while
-    one is taken is skipped)."""
+    at once; mark their allocation sites once, ``MARK_BEFORE_S`` before the last two
+    thirds begin, so that what the snapshot lifts falls outside the slope's window."""
     tick = time.monotonic()
+    mark: float | None = tick + (until - tick) / 3 - MARK_BEFORE_S
     with ThreadPoolExecutor(len(curves)) as pool:
         while (tick := tick + EVERY_S) < until:
             time.sleep(max(0.0, tick - time.monotonic()))
             for curve in curves:
                 os.kill(curve.pid, signal.SIGHUP)
             list(pool.map(memory_curve.Curve.sample, curves))
-            while tick + EVERY_S < time.monotonic():
+            if mark is not None and time.monotonic() >= mark:
+                list(pool.map(memory_curve.Curve.mark, curves))
+                mark = None
+            while tick + EVERY_S < time.monotonic():  # a tick missed while marking
                 tick += EVERY_S
 
 
@@ -73,6 +79,8 @@ def test_memory_stays_flat_under_load_with_reloads(tmp_path):
         with soak.Crew(targets, seed=7) as crew, memory_curve.watch(curves):
             report = crew.open(paths)
             report.add(crew.run(SOAK_S, lambda until: _reload_and_sample(curves, until)))
+            for curve in curves:  # after the last sample: the sites at the end
+                curve.mark()
             report.add(crew.close())
     for mount, ss in stores.items():  # the mounts are gone: every byte stored
         for s in ss:
