@@ -154,6 +154,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     from zarrmount.assemble import assemble
     from zarrmount.fuse import session
     from zarrmount.fuse.notify import ReadyPipe
+    from zarrmount.process_memory import share_arenas
     from zarrmount.recovery import open_journal
 
     # a daemon the command spawned runs with -f too, its stderr going nowhere
@@ -168,6 +169,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
         options.summary(),
     )
     ready = ReadyPipe(args.ready_fd)
+    share_arenas()  # before the first threads
     try:
         _check_mountpoint(mountpoint)
         dialect, root, pipeline = _open(source, options)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 
 from zarrmount import process_memory
 
@@ -26,3 +29,41 @@ def test_freed_memory_malloc_keeps_goes_back_to_the_kernel():
     assert kept >= 64 << 20
     assert _rss() < before - (48 << 20)
     assert len(survivor) == 4000
+
+
+# eight threads allocate at once, then glibc counts its arenas (malloc_stats, on stderr)
+_ARENAS = """
+import ctypes, sys, threading
+from zarrmount import process_memory
+if sys.argv[1] == "shared":
+    process_memory.share_arenas()
+together = threading.Barrier(8)
+def work():
+    held = bytearray(4000)
+    together.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL("libc.so.6").malloc_stats()
+"""
+
+
+def _arenas(how: str, env: dict[str, str] | None = None) -> int:
+    run = subprocess.run(
+        [sys.executable, "-c", _ARENAS, how],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return sum(line.startswith("Arena ") for line in run.stderr.splitlines())
+
+
+def test_a_daemons_threads_share_one_arena():
+    """glibc gives busy threads arenas of their own; the daemon's share one besides the
+    main heap, unless the environment set a limit."""
+    assert _arenas("default") > process_memory.ARENAS
+    assert _arenas("shared") == process_memory.ARENAS
+    assert _arenas("shared", {"MALLOC_ARENA_MAX": "4"}) > process_memory.ARENAS
