@@ -126,4 +126,16 @@ class Arrays:
         return len(failed)
 
 
-__all__ = ["ArrayReader", "ArrayWriter", "Arrays", "Shared", "Swapped", "TextArray", "TooLong"]
+# ``Pipeline`` is named here for the layers above, which hand a root array's pipeline (built
+# where the hierarchy was opened) to ``Arrays`` without using it: they import nothing from
+# ``codecs/``.
+__all__ = [
+    "ArrayReader",
+    "ArrayWriter",
+    "Arrays",
+    "Pipeline",
+    "Shared",
+    "Swapped",
+    "TextArray",
+    "TooLong",
+]

@@ -11,7 +11,7 @@ import time
 
 import trio
 
-from zarrmount.codecs import Pipeline
+from zarrmount.array import Pipeline
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.format.model import Node as Model

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zarrmount.array import Pipeline
 from zarrmount.array.freshness import Ttl
-from zarrmount.codecs import Pipeline
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
