@@ -4,18 +4,17 @@ whole or in part, and building a new shard on write-back."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from zarrmount.array.decoders import Decoders
-from zarrmount.array.grid import Coords, UnitGrid
-from zarrmount.array.units import UnitStates
-from zarrmount.cache import ChunkCache
+from zarrmount.array.grid import Coords
+from zarrmount.array.units import UnitsPart
 from zarrmount.codecs import ChunkDecodeError
 from zarrmount.codecs.v3 import index_entry
 from zarrmount.store import StoreError
-from zarrmount.store.aio import AsyncStore
 
 T = TypeVar("T")
 
@@ -35,23 +34,13 @@ class InnerPlace(NamedTuple):
     generation: int
 
 
-class ShardReader:
+@dataclass(eq=False)
+class ShardReader(UnitsPart):
     """One array's shards: inner chunks read by their (cached) index, shards rebuilt on
     write-back."""
 
-    def __init__(
-        self,
-        path: str,
-        grid: UnitGrid,
-        store: AsyncStore,
-        cache: ChunkCache,
-        decoders: Decoders,
-        states: UnitStates,
-        check: Callable[[list[bytes]], list[bool]],
-    ) -> None:
-        self.path, self.grid, self.store, self.cache = path, grid, store, cache
-        self.decoders, self.states = decoders, states
-        self.check = check  # which inner chunks decode, in a worker thread
+    decoders: Decoders
+    check: Callable[[list[bytes]], list[bool]]  # which inner chunks decode, in a worker thread
 
     async def index(self, key: str, validator: str | None = None) -> np.ndarray:
         """The shard's index, from the cache; empty when the shard does not exist.

@@ -85,7 +85,7 @@ class ChunkSource:
         self.grid = UnitGrid(meta, node.data_prefix, pipeline.sharding)
         self.states = UnitStates()
         self.shards = ShardReader(
-            self.path, self.grid, self.store, self.cache, self.decoders, self.states, self.check
+            self.path, self.grid, self.store, self.cache, self.states, self.decoders, self.check
         )
         self.revalidation = shared.revalidation
         self.validity = shared.revalidation.of(self.path)

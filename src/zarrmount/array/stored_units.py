@@ -11,17 +11,15 @@ import logging
 import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import trio
 
-from zarrmount.array.grid import UnitGrid
-from zarrmount.array.units import UnitStates
-from zarrmount.cache import ChunkCache
+from zarrmount.array.units import UnitsPart
 from zarrmount.format.model import ChunkKeyEncoding
 from zarrmount.layout import product
 from zarrmount.store import Store, StoreError
-from zarrmount.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
 
@@ -156,25 +154,16 @@ class Selector:
             yield from product([range(x, y) for x, y in zip(a, b, strict=True)])
 
 
-class Listing:
+@dataclass(eq=False)
+class Listing(UnitsPart):
     """One array's listing of stored units: made when a wide read asks, kept as a cache
     entry, made anew once LISTING_TTL_S old, and told of every unit this mount stores.
     ``known()`` gives the units of a listing made for another purpose that is still
     trusted (the array's revalidation), if any: that one is not made twice."""
 
-    def __init__(
-        self,
-        path: str,
-        grid: UnitGrid,
-        store: AsyncStore,
-        cache: ChunkCache,
-        states: UnitStates,
-        known: Callable[[], Iterable[tuple[int, ...]] | None] = lambda: None,
-    ) -> None:
-        self.path, self.grid, self.store, self.cache = path, grid, store, cache
-        self.states, self.known = states, known
-        # listings still in use (cached, or held by a read): each learns what is stored
-        self._listings: weakref.WeakSet[StoredUnits] = weakref.WeakSet()
+    known: Callable[[], Iterable[tuple[int, ...]] | None] = lambda: None
+    # listings still in use (cached, or held by a read): each learns what is stored
+    _listings: weakref.WeakSet[StoredUnits] = field(init=False, default_factory=weakref.WeakSet)
 
     async def units(self) -> StoredUnits | None:
         """The listing; None when unknown (too many to list, or the listing failed)."""

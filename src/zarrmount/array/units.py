@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from zarrmount.array.grid import UnitGrid
+    from zarrmount.cache import ChunkCache
+    from zarrmount.store.aio import AsyncStore
 
 Coords = tuple[int, ...]
 
@@ -50,3 +57,15 @@ class UnitStates:
         finally:
             del self._busy[unit]
             done.set()
+
+
+@dataclass(eq=False)
+class UnitsPart:
+    """The base of the parts of one array's engine that reach its stored units themselves
+    (shard indexes, listings of stored units): what they share, named once."""
+
+    path: str  # the array's, as its cache keys begin
+    grid: UnitGrid
+    store: AsyncStore
+    cache: ChunkCache
+    states: UnitStates
