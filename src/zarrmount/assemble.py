@@ -55,6 +55,7 @@ class Mount(Shared):
             {"uptime_s": int(time.monotonic() - self.started)}
             | self.store.stats.as_dict("store_")
             | {"store_lists": self.store.list_calls, "store_retries": self.store.retries}
+            | self.store.health.statistics()
             | {f"store_{name}": n for name, n in self.store.store.counters().items()}
             | cache.stats.as_dict("cache_")
             | self.revalidation.stats.as_dict("cache_")
@@ -98,7 +99,7 @@ class Mount(Shared):
         return (
             f"{self.fs.table.arrays_seen} arrays listed; cache {cache.used // mib} of "
             f"{cache.capacity // mib} MiB, {cache.dirty_bytes // mib} MiB dirty; "
-            f"{self.store.stats.errors} store errors"
+            f"{self.store.stats.errors} store errors; {self.store.health.status()}"
         )
 
     async def warm_up(self) -> None:

@@ -14,6 +14,14 @@ class FsError(Exception):
         self.errno = err
 
 
+class Unavailable(FsError):
+    """EIO for want of an answer from the store (an outage): whoever holds an earlier
+    answer (a listing, metadata) serves it instead."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(errno.EIO, message)
+
+
 def enoent(what: str = "") -> FsError:
     return FsError(errno.ENOENT, what)
 

@@ -437,8 +437,9 @@ class Rule:
     """What the proxy does to requests whose method is in ``methods`` and whose path
     matches the regex ``match``: ``mode`` is ``pass``, ``status`` (answer ``status`` with
     an S3 error document of ``code``),
-    ``reset`` (forward, send ``fraction`` of the body, then RST) or ``stall`` (no answer
-    until released). ``count``: how many requests get the fault (None: all of them)."""
+    ``reset`` (forward, send ``fraction`` of the body, then RST), ``drop`` (RST at once,
+    nothing forwarded: the store is down) or ``stall`` (no answer until released).
+    ``count``: how many requests get the fault (None: all of them)."""
 
     mode: str = "pass"
     match: str = ""
@@ -538,7 +539,7 @@ class FaultProxy:
         fraction: float = 0.5,
         code: str | None = None,
     ) -> Rule:
-        assert mode in ("pass", "status", "reset", "stall"), mode
+        assert mode in ("pass", "status", "reset", "drop", "stall"), mode
         rule = Rule(mode, match, tuple(methods), count, status, fraction, code)
         with self._lock:
             old, self._rule = self._rule, rule
@@ -612,6 +613,11 @@ class FaultProxy:
         if self.latency:
             time.sleep(self.latency)
         body = _read_body(req)
+        if rule is not None and rule.mode == "drop":
+            self._log(req, "drop")
+            req.close_connection = True
+            _reset(req.connection)
+            return
         if rule is not None and rule.mode == "stall":
             self._log(req, "stall")
             # No answer until the test releases the rule or the proxy closes (bounded).

@@ -25,7 +25,7 @@ from zarrmount.cache import ChunkCache, OpenFiles
 from zarrmount.cache.chunks import Entry
 from zarrmount.cache.open_files import OpenEntry
 from zarrmount.counters import Counters
-from zarrmount.store import StoreError
+from zarrmount.store import StoreError, Unreachable
 from zarrmount.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,9 @@ class Ttl:
 
 class FreshnessStats(Counters):
     # revalidations: listings of an array's units; revalidated: chunks found unchanged;
-    # stale: chunks (and shard indexes) dropped because their object changed
-    names = ("revalidations", "revalidated", "stale")
+    # stale: chunks (and shard indexes) dropped because their object changed;
+    # served_stale: revalidations put off, the store unreachable (cached chunks kept)
+    names = ("revalidations", "revalidated", "stale", "served_stale")
     __slots__ = names
 
 
@@ -148,7 +149,11 @@ class Revalidation:
             if not self.expired(validity):
                 return
             start = time.monotonic()
-            units = await self._list(path, grid)
+            try:
+                units = await self._list(path, grid)
+            except Unreachable:  # what is cached is served past its TTL (stale-if-error)
+                self.stats.served_stale += 1  # and checked once the store answers
+                return
             end = time.monotonic()
             changed = _changed(validity.units, units)
             previous_end = validity.listed_end
@@ -209,6 +214,8 @@ class Revalidation:
         meta = grid.meta
         try:
             return await self.store.run(list_units, grid.prefix, meta.key_encoding, len(meta.shape))
+        except Unreachable:
+            raise
         except StoreError as e:
             log.warning("%s: cannot list its chunks to revalidate them: %s", path or "/", e)
             return None

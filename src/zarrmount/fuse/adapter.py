@@ -16,19 +16,23 @@ import pyfuse3
 import trio
 
 from zarrmount.memory import aligned_empty
+from zarrmount.store import deadline
 from zarrmount.vfs import Attr, Filesystem, FsError
 
 log = logging.getLogger(__name__)
 
 
-def _guard(fn):
-    """Count the request; map :class:`FsError` to its errno and any other exception to EIO."""
+def _guard(fn, bounded: bool = True):
+    """Count the request; map :class:`FsError` to its errno and any other exception to EIO.
+    A ``bounded`` request shares one deadline among all it waits for from the store."""
 
     @functools.wraps(fn)
     async def wrapper(*args, **kwargs):
-        args[0].fs.requests[fn.__name__] += 1  # args[0]: the Operations
+        ops = args[0]  # the Operations
+        ops.fs.requests[fn.__name__] += 1
         try:
-            return await fn(*args, **kwargs)
+            with deadline.request(ops.deadline_s if bounded else None):
+                return await fn(*args, **kwargs)
         except pyfuse3.FUSEError:
             raise
         except FsError as e:
@@ -38,6 +42,12 @@ def _guard(fn):
             raise pyfuse3.FUSEError(errno.EIO) from None
 
     return wrapper
+
+
+# Writes and what stores them (flush, fsync, release) wait for every dirty chunk they
+# store, each within its own deadline: on a slow link that may rightly take longer than
+# one deadline in all, and an unreachable store fails them at once anyway.
+_storing = functools.partial(_guard, bounded=False)
 
 
 def _refusing(name: str, otherwise: int):
@@ -99,9 +109,10 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, fs: Filesystem) -> None:
+    def __init__(self, fs: Filesystem, deadline_s: float | None = None) -> None:
         super().__init__()
         self.fs = fs
+        self.deadline_s = deadline_s  # of each request's waits on a remote store, in all
         # Directory handle -> [inode, entries listed by the first readdir (None until then)].
         self._dir_handles: dict[int, list] = {}
         self._next_dir_fh = 1
@@ -167,19 +178,19 @@ class Operations(pyfuse3.Operations):
         finally:
             self._replies.sent(buffer)  # from here on pyfuse3 replies without yielding
 
-    @_guard
+    @_storing
     async def write(self, fh, off, buf):
         return await self.fs.write(fh, off, buf)
 
-    @_guard
+    @_storing
     async def flush(self, fh):
         await self.fs.flush(fh)
 
-    @_guard
+    @_storing
     async def fsync(self, fh, datasync):
         await self.fs.fsync(fh)
 
-    @_guard
+    @_storing
     async def release(self, fh):
         await self.fs.release(fh)
 

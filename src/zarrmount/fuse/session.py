@@ -152,6 +152,7 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
         if mount.versions is not None:
             nursery.start_soon(mount.versions.keep)
         nursery.start_soon(_give_back_freed)
+        nursery.start_soon(mount.store.watch_health)
         await pyfuse3.main()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()
@@ -236,7 +237,8 @@ def run(mount: Mount, source: str, mountpoint: str, ready: ReadyPipe) -> int:
     """Mount ``mount``'s filesystem at ``mountpoint`` and serve it (the journal's writes
     applied first); returns the exit status."""
     try:
-        return trio.run(_run, Operations(mount.fs), mount, source, mountpoint, ready)
+        ops = Operations(mount.fs, mount.options.timeout)
+        return trio.run(_run, ops, mount, source, mountpoint, ready)
     except BaseException:
         log.exception("the mount's event loop failed")
         return 1

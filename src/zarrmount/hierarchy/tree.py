@@ -8,11 +8,11 @@ import logging
 import time
 
 from zarrmount.codecs import Pipeline
-from zarrmount.errors import FsError
+from zarrmount.errors import FsError, Unavailable
 from zarrmount.format.model import GroupNode, Node
 from zarrmount.hierarchy import open_hierarchy
 from zarrmount.hierarchy.base import Child, Dialect, SourceError
-from zarrmount.store import Store, StoreError
+from zarrmount.store import Store, StoreError, Unreachable
 from zarrmount.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,8 @@ class Tree:
                 return
             self.use(*await self.reopen())
             self._validators = found
+        except Unreachable as e:
+            raise Unavailable(str(e)) from e  # the outage is logged once, by the store
         except (SourceError, StoreError) as e:
             log.error("cannot read the hierarchy's root again: %s", e)
             raise FsError(errno.EIO, str(e)) from e
@@ -74,6 +76,8 @@ class Tree:
             found = await self.store.run(lambda _store: self.dialect.children(group))
             if not found:
                 await self.store.check_root()
+        except Unreachable as e:
+            raise Unavailable(str(e)) from e
         except StoreError as e:
             log.error("cannot list group %r: %s", group.path or "/", e)
             raise FsError(errno.EIO, str(e)) from e

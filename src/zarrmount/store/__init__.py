@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from zarrmount.store.base import Store, StoreError, public_url
+from zarrmount.store.failures import Unreachable as Unreachable
 from zarrmount.store.versions import Commits
 
 # URL schemes -o client=obstore speaks to (others go through fsspec whatever the client;

@@ -11,9 +11,11 @@ from typing import TypeVar
 import trio
 
 from zarrmount.counters import Counters
+from zarrmount.store import deadline as request_deadline
 from zarrmount.store.base import OpenFile, Store, StoreError
 from zarrmount.store.diskcache import DiskCache, Part
-from zarrmount.store.failures import RecentFailures
+from zarrmount.store.failures import RecentFailures, Unreachable
+from zarrmount.store.health import Health
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
 # that is back, short enough that the kernel's immediate re-send of a failed read (page
@@ -60,6 +62,7 @@ class AsyncStore:
         self.latency: Callable[[float], None] = lambda _seconds: None
         self._failed = RecentFailures()
         self._root_seen: float | None = None  # trio time the root was last found
+        self.health = Health(store.url)  # remote stores: whether it answers
 
     async def _run(
         self,
@@ -67,23 +70,48 @@ class AsyncStore:
         *args,
         deadline_s: float | None = None,
         limiter: trio.CapacityLimiter | None = None,
+        probe: bool = False,
     ):
         """Run ``fn`` in a thread (under the store's limiter unless given another); for
-        remote stores never wait past the deadline."""
-        deadline = self.store.deadline_s if deadline_s is None else deadline_s
-        limiter = limiter or self._limiter
+        remote stores never wait past the deadline (the request's, if shorter), and not
+        at all while the store is unreachable (but for the ``probe`` that asks)."""
+        if not self.store.remote:
+            return await self._run_local(fn, *args, limiter=limiter)
+        own = self.store.deadline_s if deadline_s is None else deadline_s
+        deadline = request_deadline.left(own)
         start = time.perf_counter()
         try:
-            if not self.store.remote:
-                return await trio.to_thread.run_sync(fn, *args, limiter=limiter)
+            if not probe:
+                self.health.check()
+            if deadline <= 0:
+                raise StoreError(f"{self.store.url}: the request's deadline has passed")
             # A hung request is abandoned (its thread finishes on its own) after the deadline.
             with trio.fail_after(deadline + min(SLACK_S, deadline * SLACK_SHARE)):
-                return await trio.to_thread.run_sync(
-                    fn, *args, limiter=limiter, abandon_on_cancel=True
+                found = await trio.to_thread.run_sync(
+                    fn, *args, limiter=limiter or self._limiter, abandon_on_cancel=True
                 )
         except trio.TooSlowError:
             self.stats.errors += 1
-            raise StoreError(f"no answer from {self.store.url} within {deadline:g} s") from None
+            error = Unreachable(f"no answer from {self.store.url} within {deadline:g} s")
+            if deadline >= own / 2:  # not a request's deadline running out
+                self.health.failed(error)
+            raise error from None
+        except Unreachable as e:
+            self.stats.errors += 1
+            self.health.failed(e)
+            raise
+        except Exception:
+            self.stats.errors += 1
+            raise
+        finally:
+            self.latency(time.perf_counter() - start)
+        self.health.answered()
+        return found
+
+    async def _run_local(self, fn, *args, limiter: trio.CapacityLimiter | None = None):
+        start = time.perf_counter()
+        try:
+            return await trio.to_thread.run_sync(fn, *args, limiter=limiter or self._limiter)
         except Exception:
             self.stats.errors += 1
             raise
@@ -104,11 +132,26 @@ class AsyncStore:
             )
         except StoreError as e:
             if retry:  # the first failure's time is kept: a whole try again once it is stale
-                raise StoreError(f"{e} (a short try: {key} failed a moment ago)") from e
+                raise type(e)(f"{e} (a short try: {key} failed a moment ago)") from e
             self._failed.note(key)
             raise
         self._failed.forget(key)
         return value
+
+    async def watch_health(self) -> None:
+        """Probe the store while it is unreachable (a session task; remote stores)."""
+        if self.store.remote:
+            await self.health.watch(self._probe)
+
+    async def _probe(self, deadline_s: float) -> None:
+        """The smallest request that shows the store answers: a byte of the root's
+        metadata (a missing key is an answer too)."""
+        marker = self.store.root_marker
+        if marker is None:
+            await self._run(self.store.root_exists, deadline_s=deadline_s, probe=True)
+            return
+        fetch = functools.partial(self.store.get_range, deadline_s=deadline_s)
+        await self._run(fetch, marker, 0, 1, deadline_s=deadline_s, probe=True)
 
     async def check_root(self) -> None:
         """Raise StoreError unless the store's root metadata is there (checked at most
@@ -161,7 +204,13 @@ class AsyncStore:
             found = await trio.to_thread.run_sync(self._disk_get, part, validator, bytearray)
             if found is not None:
                 return bytes(found)
-        value = await self._fetch_counted(self.store.get_range, key, start, length)
+        try:
+            value = await self._fetch_counted(self.store.get_range, key, start, length)
+        except Unreachable:
+            found = await self._stale(part, bytearray, bytes, None)
+            if found is None:
+                raise
+            return found[0]
         if value is not None and self._on_disk(validator):
             await trio.to_thread.run_sync(self._keep, part, validator, value)
         return value
@@ -171,9 +220,11 @@ class AsyncStore:
         disk = self.disk
         return disk is not None and (validator is not None or disk.immutable)
 
-    def _disk_get(self, part: Part, validator: str | None, buffer_for) -> memoryview | None:
+    def _disk_get(
+        self, part: Part, validator: str | None, buffer_for, stale: bool = False
+    ) -> memoryview | None:
         try:
-            return self.disk.get(part, validator, buffer_for)
+            return self.disk.get(part, None if stale else validator, buffer_for, stale)
         except Exception:  # the disk cache never fails a read
             log.exception("disk cache: reading %s failed", part.key)
             return None
@@ -289,7 +340,13 @@ class AsyncStore:
             )
             if found is not None:
                 return found[0]
-        raw = await self._fetch_counted(self.store.get_buffer, key)
+        try:
+            raw = await self._fetch_counted(self.store.get_buffer, key)
+        except Unreachable:
+            found = await self._stale(part, buffer_for, use, limiter)
+            if found is None:
+                raise
+            return found[0]
         if raw is None:
             return None
         if self._on_disk(validator):
@@ -298,9 +355,20 @@ class AsyncStore:
             )
         return await trio.to_thread.run_sync(use, raw, limiter=limiter)
 
-    def _disk_use(self, part: Part, validator, buffer_for, use) -> tuple[object] | None:
-        raw = self._disk_get(part, validator, buffer_for)
+    def _disk_use(
+        self, part: Part, validator, buffer_for, use, stale: bool = False
+    ) -> tuple[object] | None:
+        raw = self._disk_get(part, validator, buffer_for, stale)
         return None if raw is None else (use(raw),)
+
+    async def _stale(self, part: Part, buffer_for, use, limiter) -> tuple[object] | None:
+        """What the disk cache holds of ``part``, whatever its version: the store is
+        unreachable, and what was known stays usable (HTTP's stale-if-error)."""
+        if self.disk is None:
+            return None
+        return await trio.to_thread.run_sync(
+            self._disk_use, part, None, buffer_for, use, True, limiter=limiter
+        )
 
     def _keep_use(self, part: Part, validator, raw: bytes, use):
         self._keep(part, validator, raw)

@@ -12,14 +12,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
-from zarrmount.store.retry import with_retries
+from zarrmount.store import deadline
+from zarrmount.store.failures import StoreError, Unreachable
+from zarrmount.store.retry import is_unreachable, with_retries
 from zarrmount.store.versions import History
 
 T = TypeVar("T")
-
-
-class StoreError(Exception):
-    """A store operation failed for a reason other than a missing key."""
 
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
@@ -105,8 +103,20 @@ class Store(ABC):
 
     def retrying(self, attempt: Callable[[float], T], what: str, deadline_s: float) -> T:
         """``attempt`` tried by the one policy (``retry.py``) until it succeeds, fails for
-        good or ``deadline_s`` has passed; each new try counted in ``retries``."""
-        return with_retries(attempt, what, deadline_s, self._count_retry)
+        good or ``deadline_s`` (or the kernel request's deadline) has passed; each new try
+        counted in ``retries``. Unreachable when no try got an answer, unless the
+        request's deadline left the call less than half of ``deadline_s``: a call cut
+        short so says nothing of the store."""
+        left = deadline.left(deadline_s)
+        if left <= 0:
+            raise StoreError(f"{what}: the request's deadline has passed")
+        try:
+            return with_retries(attempt, what, left, self._count_retry)
+        except Exception as e:
+            if isinstance(e, StoreError) or not is_unreachable(e) or left < deadline_s / 2:
+                raise
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise Unreachable(f"{what}: no answer from {self.url} within {left:g} s ({why})") from e
 
     def _count_retry(self) -> None:
         self.retries += 1

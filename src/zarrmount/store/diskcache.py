@@ -92,11 +92,13 @@ class DiskCache:
         part: Part,
         validator: str | None,
         buffer_for: Callable[[int], bytearray | np.ndarray] = bytearray,
+        stale: bool = False,
     ) -> memoryview | None:
         """The entry's bytes if it holds ``part`` as of ``validator`` (None: any, for
-        immutable sources only) and its checksum holds; else None. Read into
-        ``buffer_for(size)``: the result is valid until that buffer is used again."""
-        if validator is None and not self.immutable:
+        immutable sources, or when ``stale`` ones are wanted: the store is unreachable)
+        and its checksum holds; else None. Read into ``buffer_for(size)``: the result is
+        valid until that buffer is used again."""
+        if validator is None and not (self.immutable or stale):
             return None
         path = self._path(part)
         raw = self._read(path, buffer_for)

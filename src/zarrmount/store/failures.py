@@ -1,4 +1,9 @@
-"""Which keys failed a moment ago, so that asking again at once does not wait as long.
+"""The typed failures of stores, and which keys failed a moment ago.
+
+A store that answered with an error (``StoreError``) and one that did not answer at all
+(``Unreachable``: refused or reset connections, timeouts, an endpoint whose name does not
+resolve) call for different things above: the second is an outage, during which what was
+known is served (``store/health.py``, ``docs/cache.md``).
 
 With the page cache the kernel sends a failed read again straight away; a key whose
 fetch just ran into the deadline would make it wait a whole deadline a second time.
@@ -10,6 +15,14 @@ import time
 from collections.abc import Callable
 
 FRESH_S = 5.0  # how long a failure counts as fresh
+
+
+class StoreError(Exception):
+    """A store operation failed for a reason other than a missing key."""
+
+
+class Unreachable(StoreError):
+    """The store gave no answer within the deadline: it is down, or the way to it is."""
 
 
 class RecentFailures:

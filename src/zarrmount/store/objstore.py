@@ -104,6 +104,8 @@ class ObstoreStore(Store):
 
         try:
             return self.retrying(attempt, what, deadline)
+        except StoreError:
+            raise  # typed already (Unreachable)
         except Exception as e:
             raise StoreError(f"{what}: {e}") from e
 

@@ -82,6 +82,8 @@ class FsspecStore(Store):
             return self.retrying(attempt, what, deadline)
         except _MISSING:
             return None
+        except StoreError:
+            raise  # typed already (Unreachable)
         except FSTimeoutError:
             raise StoreError(f"{what}: no answer from {self.url} within {deadline:g} s") from None
         except Exception as e:

@@ -69,6 +69,12 @@ def is_transient(error: BaseException) -> bool:
     return True
 
 
+def is_unreachable(error: BaseException) -> bool:
+    """No answer came: a transient failure with no HTTP status (refused or reset
+    connections, timeouts, a name that does not resolve), not a server's error reply."""
+    return is_transient(error) and _status(error) is None
+
+
 def with_retries(
     fn: Callable[[float], T],
     what: str,

@@ -83,6 +83,8 @@ class ZarrPythonStore(Store):
 
         try:
             return self.retrying(attempt, what, deadline)
+        except StoreError:
+            raise  # typed already (Unreachable)
         except Permanent as e:
             raise StoreError(f"{what}: {e}") from None
         except Exception as e:

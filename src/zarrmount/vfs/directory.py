@@ -12,7 +12,7 @@ import time
 import trio
 
 from zarrmount.array import Pipeline
-from zarrmount.errors import FsError
+from zarrmount.errors import FsError, Unavailable
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.format.model import Node as Model
 from zarrmount.hierarchy.base import Child
@@ -71,7 +71,10 @@ class Directory(Node):
                 self.listing = await self.table.adopt(self, found)
                 self.listed_at = time.monotonic()  # made: a slow listing is used a whole TTL
             elif max_age is not None and self.age() >= max_age:
-                await self._refresh(max_age)
+                try:
+                    await self._refresh(max_age)
+                except Unavailable:  # an outage: the listing is served past its TTL
+                    log.debug("%s: listed as before, the store unreachable", self.ino)
             self.lock = None  # listed: nobody waits on it until it is stale
             return self.listing.entries
 
