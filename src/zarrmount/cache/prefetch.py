@@ -8,10 +8,13 @@ per request stays small. Any other request (a far seek) starts over.
 The window follows the link (``tune``): ``DEPTH`` times what the reader consumes while
 one load takes, between ``least`` and ``most``. A fast store keeps few chunks ahead (few
 buffers tied up, little fetched in vain when the reader stops); a slow or far one as
-many as its latency needs to stay busy.
+many as its latency needs to stay busy. A reader stepping through the file at a constant
+stride has its own model (``strides.py``), tuned by the same ``Pace``.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 STREAK = 2
 # How many loads' worth of consumption to keep ahead: one in flight while the reader
@@ -68,13 +71,17 @@ def _average(old: float | None, sample: float) -> float:
     return sample if old is None else old + WEIGHT * (sample - old)
 
 
+class Tuned(Protocol):
+    def tune(self, rate: float, latency: float) -> None: ...
+
+
 class Pace:
     """What ``ReadAhead.tune`` needs, measured: the bytes a second a reader consumes and
-    the seconds a load takes; ``model`` is tuned whenever either average moves. Times
+    the seconds a load takes; ``models`` are tuned whenever either average moves. Times
     are the caller's clock, so tests pass their own."""
 
-    def __init__(self, model: ReadAhead) -> None:
-        self.model = model
+    def __init__(self, *models: Tuned) -> None:
+        self.models = models
         self.rate: float | None = None
         self.latency: float | None = None
         self._since: float | None = None  # start of the interval being measured
@@ -95,4 +102,5 @@ class Pace:
 
     def _tune(self) -> None:
         if self.rate is not None and self.latency is not None:
-            self.model.tune(self.rate, self.latency)
+            for model in self.models:
+                model.tune(self.rate, self.latency)
