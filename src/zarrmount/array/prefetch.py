@@ -1,6 +1,6 @@
-"""One array's read-ahead: chunks a sequential reader will want are loaded in the
-background, chunks read in part follow whole, and a streaming reader's finished chunks go
-back to the pool (drop-behind)."""
+"""One array's read-ahead: chunks a sequential or strided reader will want are loaded in
+the background, chunks read in part follow whole, and a streaming reader's finished chunks
+go back to the pool (drop-behind)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import trio
 from zarrmount.array.background import Background
 from zarrmount.array.grid import WIDE, Coords
 from zarrmount.cache.prefetch import Pace, ReadAhead
+from zarrmount.cache.strides import StrideReadAhead
 from zarrmount.errors import FsError
 from zarrmount.layout import chunks_touched, count_touched, pieces
 
@@ -28,12 +29,15 @@ FOLLOW_LIMIT = 64
 # cache); between the two it follows the measured pace of the reader and of the loads
 # (cache/prefetch.py).
 LEAST_CHUNKS = 4
+# A strided reader's least read-ahead, in strides (cache/strides.py); the most is WIDE
+# strides, and as many chunks as a quarter of the cache holds, a chunk counted a stride.
+LEAST_STRIDES = 8
 
 
 class Prefetcher:
-    """Loads chunks in the background: ahead of a sequential reader (at most WIDE loads
-    of this array under way: a reader faster than the store must not pile up tasks), and
-    those read in part."""
+    """Loads chunks in the background: ahead of a sequential or a strided reader (at most
+    WIDE loads of this array under way: a reader faster than the store must not pile up
+    tasks), and those read in part."""
 
     def __init__(self, source: ChunkSource, background: Background, ahead: bool = True) -> None:
         meta = source.meta
@@ -42,7 +46,9 @@ class Prefetcher:
         # a reader entering the next slab needs all of its chunks, so at least a slab ahead
         slab = meta.chunks[0] * math.prod(meta.shape[1:]) * meta.itemsize if meta.shape else 0
         self.model = ReadAhead(meta.nbytes, most, max(LEAST_CHUNKS * meta.chunk_nbytes, slab))
-        self.pace = Pace(self.model)
+        strides = min(WIDE, most // max(meta.chunk_nbytes, 1))
+        self.strides = StrideReadAhead(meta.nbytes, strides, LEAST_STRIDES)
+        self.pace = Pace(self.model, self.strides)
         self.source, self.background = source, background
         self.ahead = ahead  # chunks read directly (array/direct.py) have the page cache
         self._following = 0  # background loads under way
@@ -52,12 +58,15 @@ class Prefetcher:
         return self.model.sequential
 
     def observe(self, offset: int, end: int) -> None:
-        """A read of bytes ``[offset, end)``: start read-ahead if the model asks for it."""
+        """A read of bytes ``[offset, end)``: start read-ahead if a model asks for it."""
         self.pace.consumed(end - offset, trio.current_time())
         ahead = self.model.observe(offset, end)
-        if ahead is not None and self.ahead:
-            isz = self.source.meta.itemsize
+        if not self.ahead:
+            return
+        isz = self.source.meta.itemsize
+        if ahead is not None:
             self.background.start_soon(self._ahead, ahead[0] // isz, -(-ahead[1] // isz))
+        self._along(self.strides.observe(offset, end), isz)
 
     def follow(self, coords: list[Coords]) -> None:
         """Chunks read in part: load them whole in the background (within FOLLOW_LIMIT)."""
@@ -69,13 +78,25 @@ class Prefetcher:
     def _start(self, coords: Coords) -> None:
         self._following += self.background.start_soon(self._follow, coords)
 
+    def _along(self, ranges: list[tuple[int, int]], isz: int) -> None:
+        """Load the chunks of the byte ranges a strided reader reads next."""
+        shape, chunks = self.source.meta.shape, self.source.meta.chunks
+        for offset, end in ranges:
+            self._load(chunks_touched(shape, chunks, offset // isz, -(-end // isz)))
+
     async def _ahead(self, first: int, last: int) -> None:
         """Load the chunks of elements ``[first, last)`` into the cache, in walk order: at
         most WIDE of them, and at most WIDE background loads of this file under way."""
-        meta, cache = self.source.meta, self.source.cache
+        meta = self.source.meta
         count = functools.partial(count_touched, meta.shape, meta.chunks)
         last = next(pieces(first, last, count, WIDE), (first, first))[1]
-        for coords in chunks_touched(meta.shape, meta.chunks, first, last):
+        self._load(chunks_touched(meta.shape, meta.chunks, first, last))
+
+    def _load(self, chunks: list[Coords]) -> None:
+        """Start a load of each of ``chunks`` neither cached nor loading, each its own task
+        so that their round trips overlap, while fewer than WIDE are under way."""
+        cache = self.source.cache
+        for coords in chunks:
             if self._following >= WIDE:
                 return
             key = self.source.key(coords)
