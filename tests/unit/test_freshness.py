@@ -12,7 +12,7 @@ import trio
 import zarr
 
 from zarrmount import hierarchy
-from zarrmount.array.freshness import UNIT_BYTES, Revalidation, Ttl
+from zarrmount.array.freshness import LIST_MOST, UNIT_BYTES, Revalidation, Ttl
 from zarrmount.array.stored_units import list_units
 from zarrmount.assemble import assemble
 from zarrmount.cache import ChunkCache
@@ -123,3 +123,30 @@ def test_a_wide_read_uses_the_revalidation_listing_not_a_second_one(tmp_path):
     got = trio.run(main)
     assert got == zarr.open_array(root, mode="r")[:].tobytes()
     assert fs.stats()["store_lists"] == one.list_calls
+
+
+def test_an_array_of_more_chunks_than_a_listing_page_is_never_listed(tmp_path):
+    """Past LIST_MOST units a read waits for no listing: cached chunks are trusted for a
+    period from their load, then fetched again when read; no request but the gets."""
+    root = str(tmp_path / "a.zarr")
+    side = 40  # 1,600 chunks of one element
+    array = zarr.create_array(root, shape=(side, side), chunks=(1, 1), dtype="<i4")
+    array[:] = np.arange(side * side, dtype="<i4").reshape(side, side)
+    assert side * side > LIST_MOST
+    fs = _mount(root)
+
+    async def element(fh, i: int, j: int) -> int:
+        return int(np.frombuffer(bytes(await fs.read(fh, (i * side + j) * 4, 4)), "<i4")[0])
+
+    async def main():
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDONLY)
+        seen = [await element(fh, 0, 0)]
+        array[0, 0] = -1
+        time.sleep(TTL * 2)  # (0, 0) is older than a period
+        seen += [await element(fh, 5, 5), await element(fh, 5, 5), await element(fh, 0, 0)]
+        return seen, fs.stats()
+
+    seen, stats = trio.run(main)
+    assert seen == [0, 5 * side + 5, 5 * side + 5, -1]
+    assert stats["store_lists"] == 0
+    assert stats["store_gets"] == 3  # (0, 0) twice, (5, 5) once: kept within its period

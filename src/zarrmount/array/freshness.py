@@ -1,12 +1,19 @@
 """How long an array's cached chunks are trusted while other writers may change the store,
 and their revalidation in one listing rather than a request per chunk.
 
-Each revalidation lists the array's stored units with their validators (ETag, generation,
-mtime and size). A cached chunk loaded after the previous listing had ended, whose unit's
+Each revalidation of an array of at most ``LIST_MOST`` stored units (one page of an
+object store's listing) lists them with their validators (ETag, generation, mtime and
+size). A cached chunk loaded after the previous listing had ended, whose unit's
 validator is the same in both listings, is the stored one still: nothing changed the
 object between the two listings, and the load lay between them. Every other cached
-chunk and shard index of the array is dropped and read again when next asked for. An
-array too large to list (or a store that lists nothing) drops them all each period.
+chunk and shard index of the array is dropped and read again when next asked for.
+
+A larger array is never listed on a read's behalf (10^5 chunks take minutes to list,
+and a read must not cost more for an array of more chunks): its revalidation is a look
+at the ages of its cached chunks, no request; those loaded more than a period ago are
+dropped and fetched again when read, which costs what the read touches. So is one on a
+store that lists nothing. An array with a disk cache is still listed (its entries are
+served by the validators a listing gives).
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ KEEP_ARRAYS = 4096
 LISTINGS_SHARE = 16
 # What one listed unit costs in memory: its coordinates and its validator, in a dict.
 UNIT_BYTES = 240
+# The most units an array may have to be listed to revalidate it: one page of an object
+# store's listing (a thousand keys), as much as a request for one chunk.
+LIST_MOST = 1000
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,9 @@ class Revalidation:
         async with validity.lock:
             if not self.expired(validity):
                 return
+            if grid.units > LIST_MOST and self.store.disk is None:
+                self._by_age(path, validity)
+                return
             start = time.monotonic()
             try:
                 units = await self._list(path, grid)
@@ -171,6 +184,22 @@ class Revalidation:
             if not first and (changed is None or changed):
                 validity.changed_ns = time.time_ns()  # the kernel drops its pages too
                 log.debug("%s: %d cached chunks changed in the store", path or "/", dropped)
+
+    def _by_age(self, path: str, validity: Validity) -> None:
+        """Revalidate without a listing: the array's cached chunks (and shard indexes)
+        loaded more than a period ago are dropped, the rest kept; no request."""
+        now = time.monotonic()
+        oldest = now - (self.ttl.period or math.inf)
+
+        def keep(key: Hashable, entry: Entry | OpenEntry) -> bool:
+            mine = isinstance(key, tuple) and key[0] == path  # its stored units too
+            return not mine or entry.since >= oldest
+
+        dropped = self.cache.recheck(keep) + self.files.recheck(keep)
+        validity.units, validity.listed_end = None, now
+        validity.fresh_until = now + (self.ttl.period or math.inf)
+        self.stats.revalidations += 1
+        self.stats.stale += dropped
 
     def gone(self, paths: set[str]) -> None:
         """Nodes a reload found removed or replaced (arrays, groups with their arrays):

@@ -27,6 +27,12 @@ class UnitGrid:
         # elements per step along each axis of a chunk in C order
         self.steps = [math.prod(meta.chunks[i + 1 :]) for i in range(ndim)]
 
+    @property
+    def units(self) -> int:
+        """How many stored units (chunks, or shards) the grid has."""
+        per_unit = [c * n for c, n in zip(self.meta.chunks, self.per_unit, strict=True)]
+        return math.prod(-(-s // u) for s, u in zip(self.meta.shape, per_unit, strict=True))
+
     def key(self, coords: Coords) -> str:
         """The store key of the chunk (or, given a unit's coordinates, of the shard)."""
         return self.prefix + self.meta.key_encoding.key(coords)
