@@ -4,8 +4,10 @@ a hierarchy of 10,000 arrays listed (``--cases tree``, scripts/_bench_tree.py), 
 readers at once (``--cases readers``, scripts/_bench_readers.py), a group read as its
 netCDF file (``--cases netcdf``, scripts/_bench_netcdf.py), random writes into
 shards (``--cases amplification``), the rw soak's write rate against an older commit's
-(``--cases soak``, scripts/_bench_soak.py), and reads
-of an Icechunk repository (``--cases icechunk``); the first two by default. Exits non-zero
+(``--cases soak``, scripts/_bench_soak.py), reads
+of an Icechunk repository (``--cases icechunk``), and what a distant store's round trips
+cost against zarr-python's (``--cases latency``, scripts/_bench_latency.py); the first two
+by default. Exits non-zero
 when a case misses its target (a summary line beginning with MISS).
 
 Each case measures the mount and zarr-python on the same data in the same run, alternating
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bench_amplification  # noqa: E402
 import _bench_data as d  # noqa: E402
 import _bench_gdal  # noqa: E402
+import _bench_latency  # noqa: E402
 import _bench_netcdf  # noqa: E402
 import _bench_readers  # noqa: E402
 import _bench_remote  # noqa: E402
@@ -183,7 +186,21 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--cases", default="write,remote")
-    ap.add_argument("--latency-ms", type=float, default=20.0, help="remote case: added latency")
+    ap.add_argument(
+        "--latency-ms",
+        type=float,
+        default=None,
+        help="remote and latency cases: added latency a request (default 20 and 30)",
+    )
+    ap.add_argument(
+        "--latency-rows",
+        default="",
+        help="latency case: only these rows (series,tree,disk,tiny,write,refused,hung,link,"
+        "warm,tiny100k)",
+    )
+    ap.add_argument(
+        "--link-mbps", type=float, default=100.0, help="latency case: the shared link, MB/s"
+    )
     ap.add_argument("--rev", default="b7d3cc5", help="soak case: the commit compared")
     ap.add_argument("--soak-s", type=float, default=60.0, help="soak case: seconds a run")
     ap.add_argument("--zarrmount", default=str(b.ROOT / ".venv/bin/zarrmount"))
@@ -205,6 +222,7 @@ def main() -> int:
                 "netcdf": lambda: _bench_netcdf.run(args, work),
                 "amplification": lambda: _bench_amplification.run(args, work),
                 "soak": lambda: _bench_soak.run(args, work),
+                "latency": lambda: _bench_latency.run(args, work),
             }[case]()
     except b.BenchError as e:
         b.log(f"bench: {e}")
