@@ -183,13 +183,20 @@ def _body_framing(head: bytes) -> int | str:
     return int(length) if length is not None else 0
 
 
+LISTING = ("list-type=", "prefix=", "delimiter=", "continuation-token=", "marker=")
+
+
 def request_kind(head: bytes) -> str:
-    """GET, HEAD, PUT, DELETE, POST, or LIST (a GET of a bucket, path-style: a listing)."""
+    """GET, HEAD, PUT, DELETE, POST, or LIST: a GET of a bucket (path-style) with no query
+    or a listing's parameters (``?location`` and its kind stay GETs)."""
     method, _, rest = head.partition(b" ")
     target = rest.split(b" ", 1)[0].decode("latin-1")
     path, _, query = target.partition("?")
     kind = method.decode("latin-1")
-    if kind == "GET" and ("list-type=" in query or path.strip("/").count("/") == 0):
+    bucket_only = "/" not in path.strip("/")
+    if kind == "GET" and (
+        "list-type=" in query or (bucket_only and (not query or any(p in query for p in LISTING)))
+    ):
         return "LIST"
     return kind
 
