@@ -25,6 +25,20 @@ def _is_http(fs: fsspec.AbstractFileSystem) -> bool:
     return bool(_protocols(fs) & {"http", "https"})
 
 
+def _whole_get(fs: fsspec.AbstractFileSystem) -> dict[str, Any]:
+    """What ``cat_file`` of a whole object needs to be one GET: s3fs first asks the size
+    (a HEAD, and a listing when it is missing) to fetch a large object in ranges at once."""
+    return {"max_concurrency": 1} if "s3" in _protocols(fs) else {}
+
+
+def _suffix_ranges(fs: fsspec.AbstractFileSystem) -> bool:
+    """``cat_file`` with a negative start and no end asks for the object's last bytes in
+    one request (S3, GCS, HTTP: ``Range: bytes=-N``; files seek from their end)."""
+    return not getattr(fs, "async_impl", False) or bool(
+        _protocols(fs) & {"s3", "gs", "gcs", "http", "https"}
+    )
+
+
 def _read_only_reason(fs: fsspec.AbstractFileSystem) -> str | None:
     """Why zarrmount can never store chunks in ``fs``, if it cannot."""
     protocols = _protocols(fs)
@@ -48,6 +62,8 @@ class FsspecStore(Store):
         self.root = root.rstrip("/")
         self.read_only_reason = _read_only_reason(self.fs)
         self.lists_chunks = self.lists_deep = not _is_http(self.fs)
+        self._whole = _whole_get(self.fs)
+        self._suffixes = _suffix_ranges(self.fs)
         # One call at a time into a zip file: from Python 3.13 on, reads of one ZipFile
         # from several threads race on its file position and return wrong bytes.
         zipped = "zip" in _protocols(self.fs)
@@ -90,12 +106,14 @@ class FsspecStore(Store):
             raise StoreError(f"{what}: {type(e).__name__}: {e}") from e
 
     def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:
-        return self._call(key, "cat_file", self._path(key), deadline_s=deadline_s)
+        return self._call(key, "cat_file", self._path(key), deadline_s=deadline_s, **self._whole)
 
     def get_range(
         self, key: str, start: int, length: int, *, deadline_s: float | None = None
     ) -> bytes | None:
         path = self._path(key)
+        if start < 0 and start + length >= 0 and self._suffixes:  # the last bytes
+            return self._call(key, "cat_file", path, start=start, deadline_s=deadline_s)
         if start < 0:
             size = self._call(key, "size", path, deadline_s=deadline_s)
             if size is None:
