@@ -439,6 +439,17 @@ def test_max_fetches_bounds_concurrent_requests(s3_data, fault, max_fetches):
             assert fault.max_inflight > 2, "reads of independent chunks were not concurrent"
 
 
+def test_more_requests_overlap_than_the_s3_clients_own_pool(s3_data, fault, ints):
+    """One read touching 20 chunks of v2 "ints": more than the 10 connections botocore
+    pools by default are in flight at once (the pool follows our own bound)."""
+    opts = _opts(fault, 10, "max_fetches=32", "direct_io")
+    with mounted(s3_data.v2, opts, tag="fpool") as m:
+        fault.clear()
+        fault.latency = 0.1
+        assert _pread(m, "ints", 0, len(ints)) == ints
+        assert 10 < fault.max_inflight <= 32, fault.max_inflight
+
+
 def _wait(predicate, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():

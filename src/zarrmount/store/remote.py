@@ -39,6 +39,17 @@ def _suffix_ranges(fs: fsspec.AbstractFileSystem) -> bool:
     )
 
 
+def _pooled(url: str, options: dict[str, Any], connections: int) -> dict[str, Any]:
+    """``options`` with S3's connection pool as large as our requests at once: botocore
+    keeps 10 connections, and an 11th request waits for one, so no more than 10 round
+    trips overlapped whatever ``max_fetches`` said (a pool the user sized stands)."""
+    if fsspec.core.split_protocol(url)[0] not in ("s3", "s3a"):
+        return options
+    config = dict(options.get("config_kwargs") or {})
+    config.setdefault("max_pool_connections", connections)
+    return {**options, "config_kwargs": config}
+
+
 def _read_only_reason(fs: fsspec.AbstractFileSystem) -> str | None:
     """Why zarrmount can never store chunks in ``fs``, if it cannot."""
     protocols = _protocols(fs)
@@ -58,7 +69,8 @@ class FsspecStore(Store):
     def __init__(self, url: str, deadline_s: float = 30.0, **storage_options: Any) -> None:
         self.url = public_url(url)
         self.deadline_s = deadline_s
-        self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
+        options = _pooled(url, storage_options, self.concurrency)
+        self.fs, root = fsspec.core.url_to_fs(url, **options)
         self.root = root.rstrip("/")
         self.read_only_reason = _read_only_reason(self.fs)
         self.lists_chunks = self.lists_deep = not _is_http(self.fs)
