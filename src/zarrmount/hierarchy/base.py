@@ -2,13 +2,16 @@
 
 Calls are blocking (store I/O) and run in worker threads. Bad nodes never raise: they
 come back as :class:`HiddenNode` with the reason, so one malformed document hides one
-node and the rest of the tree still mounts.
+node and the rest of the tree still mounts; a document that cannot be fetched hides its
+node too, unless the store is unreachable: that fails the listing, as a failed listing
+of the group's names does (the listing made before is served meanwhile). A group's
+children's documents are fetched together (:class:`Documents`): their round trips overlap.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +26,14 @@ from zarrmount.format.model import (
     Node,
 )
 from zarrmount.format.names import is_safe_name
-from zarrmount.store import Store
+from zarrmount.store import Store, StoreError
 
 # Failures that hide one node rather than the mount.
 NODE_ERRORS = (MetadataError, CodecError)
+
+Found = tuple[Node, Pipeline | None]
+# ``get(key)``: a metadata document's bytes, None when it is missing (StoreError)
+Getter = Callable[[str], bytes | None]
 
 
 class SourceError(Exception):
@@ -124,19 +131,33 @@ def named_child(name: str, path: str, node: Node, pipeline: Pipeline | None) -> 
     return Child(name, node, pipeline)
 
 
+class Documents:
+    """The documents a group's children are made from, fetched at once where the store
+    overlaps requests (``Store.gather``); each read from the store when asked for
+    otherwise, as is any key not named up front."""
+
+    def __init__(self, store: Store, keys: Iterable[str]) -> None:
+        self._store = store
+        self._found = store.gather(list(keys))
+
+    def get(self, key: str) -> bytes | None:
+        if key not in self._found:
+            return self._store.get(key)
+        found = self._found.pop(key)  # read once: not held past its node
+        if isinstance(found, StoreError):
+            raise found
+        return found
+
+
 def probe_children(
-    parent: str,
-    names: list[str],
-    skip: set[str],
-    node: Callable[[str], tuple[Node, Pipeline | None] | None],
+    parent: str, names: Iterable[str], node: Callable[[str, Getter], Found | None], get: Getter
 ) -> list[Child]:
-    """The children among ``names`` below ``parent`` that ``node`` finds to be nodes."""
+    """The children among ``names`` below ``parent`` that ``node`` finds to be nodes, in
+    the order of ``names``, their documents read through ``get``."""
     children = []
     for name in names:
-        if name in skip:
-            continue
         path = join(parent, name)
-        found = node(path)
+        found = node(path, get)
         if found is not None:
             children.append(named_child(name, path, *found))
     return children

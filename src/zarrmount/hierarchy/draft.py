@@ -5,8 +5,17 @@ from __future__ import annotations
 from zarrmount.codecs import Pipeline
 from zarrmount.format import draft
 from zarrmount.format.model import GroupNode, HiddenNode, Node
-from zarrmount.hierarchy.base import NODE_ERRORS, Child, Dialect, array_child, named_child
-from zarrmount.store import Store, StoreError
+from zarrmount.hierarchy.base import (
+    NODE_ERRORS,
+    Child,
+    Dialect,
+    Documents,
+    Found,
+    Getter,
+    array_child,
+    named_child,
+)
+from zarrmount.store import Store, StoreError, Unreachable
 
 
 class DraftDialect(Dialect):
@@ -33,20 +42,25 @@ class DraftDialect(Dialect):
             return f"{self.meta_root}/{path}.{kind}{self.suffix}"
         return f"meta/root.{kind}{self.suffix}" if self.legacy else f"meta/{kind}{self.suffix}"
 
-    def node(self, path: str, has_descendants: bool) -> tuple[Node, Pipeline | None] | None:
+    def node(self, path: str, has_descendants: bool, get: Getter | None = None) -> Found | None:
+        """The node at ``path`` (None: none), its documents read through ``get`` (the
+        store's by default)."""
+        get = get or self.store.get
         kind = "unknown"
         try:
-            raw = self.store.get(self._meta_key(path, "array"))
+            raw = get(self._meta_key(path, "array"))
             if raw is not None:
                 kind = "array"
                 meta = draft.parse_array(raw, self.label)
                 prefix = f"{self.data_root}/{path}/" if path else f"{self.data_root}/"
                 return array_child(path, meta, prefix)
-            raw = self.store.get(self._meta_key(path, "group"))
+            raw = get(self._meta_key(path, "group"))
             if raw is None and not has_descendants:
                 return None
             kind = "group"
             return draft.parse_group(path, raw), None
+        except Unreachable:
+            raise
         except (*NODE_ERRORS, StoreError) as e:
             return HiddenNode(path, kind, str(e)), None
 
@@ -64,10 +78,13 @@ class DraftDialect(Dialect):
             else:
                 if not entry.endswith(self.suffix):  # e.g. the root's own group.json
                     prefixes.add(entry)
+        names = sorted(documents | prefixes)
+        paths = [f"{group.path}/{name}" if group.path else name for name in names]
+        keys = [self._meta_key(path, kind) for path in paths for kind in ("array", "group")]
+        get = Documents(self.store, keys).get
         children = []
-        for name in sorted(documents | prefixes):
-            path = f"{group.path}/{name}" if group.path else name
-            found = self.node(path, has_descendants=name in prefixes)
+        for name, path in zip(names, paths, strict=True):
+            found = self.node(path, name in prefixes, get)
             if found is not None:
                 children.append(named_child(name, path, *found))
         return children

@@ -13,15 +13,21 @@ from zarrmount.hierarchy.base import (
     NODE_ERRORS,
     Child,
     Dialect,
+    Documents,
+    Found,
+    Getter,
     array_child,
     join,
     probe_children,
 )
 from zarrmount.hierarchy.stored import digest, with_stored
-from zarrmount.store import Store, StoreError
+from zarrmount.store import Store, StoreError, Unreachable
 
 ZMETADATA = ".zmetadata"
 _METADATA_KEYS = {v2.ZARRAY, v2.ZGROUP, v2.ZATTRS, ZMETADATA}
+# A node's documents, all fetched at once when listing: one round trip a child (as
+# zarr-python does), though an array has no .zgroup.
+_NODE_DOCUMENTS = (v2.ZARRAY, v2.ZGROUP, v2.ZATTRS)
 log = logging.getLogger(__name__)
 
 
@@ -76,9 +82,10 @@ class V2Dialect(Dialect):
         # to its parent's path it would name the parent itself.
         return sorted(names - {""})
 
-    def node(self, path: str) -> tuple[Node, Pipeline | None] | None:
-        """The node at ``path``, or ``None`` when nothing there is a Zarr node."""
-        get = self._get
+    def node(self, path: str, get: Getter | None = None) -> Found | None:
+        """The node at ``path``, or ``None`` when nothing there is a Zarr node; its
+        documents read through ``get`` (the dialect's own reads by default)."""
+        get = get or self._get
         zarray = zgroup = None
         try:
             zarray = get(join(path, v2.ZARRAY))
@@ -91,6 +98,8 @@ class V2Dialect(Dialect):
                 return array_child(path, meta, f"{path}/" if path else "")
             v2.parse_group(zgroup)
             return GroupNode(path, 2, attributes), None
+        except Unreachable:
+            raise
         except (*NODE_ERRORS, StoreError) as e:
             kind = "array" if zarray is not None else "group" if zgroup is not None else "unknown"
             return HiddenNode(path, kind, str(e)), None
@@ -101,4 +110,9 @@ class V2Dialect(Dialect):
         return found
 
     def children(self, group: GroupNode) -> list[Child]:
-        return probe_children(group.path, self._names(group.path), _METADATA_KEYS, self.node)
+        names = [n for n in self._names(group.path) if n not in _METADATA_KEYS]
+        if self.consolidated is not None:
+            return probe_children(group.path, names, self.node, self._get)
+        paths = [join(group.path, name) for name in names]
+        documents = Documents(self.store, [join(p, d) for p in paths for d in _NODE_DOCUMENTS])
+        return probe_children(group.path, names, self.node, documents.get)

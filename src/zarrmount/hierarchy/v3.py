@@ -14,13 +14,16 @@ from zarrmount.hierarchy.base import (
     NODE_ERRORS,
     Child,
     Dialect,
+    Documents,
+    Found,
+    Getter,
     array_child,
     join,
     kind_of,
     named_child,
     probe_children,
 )
-from zarrmount.store import Store, StoreError
+from zarrmount.store import Store, StoreError, Unreachable
 
 
 def parse_node(path: str, doc: Any) -> tuple[Node, Pipeline | None]:
@@ -112,12 +115,16 @@ class V3Dialect(Dialect):
             Consolidated(members, previous) if members is not None and group else None
         )
 
-    def node(self, path: str) -> tuple[Node, Pipeline | None] | None:
+    def node(self, path: str, get: Getter | None = None) -> Found | None:
+        """The node at ``path``, or ``None`` when it has no ``zarr.json``; read through
+        ``get`` (the store's by default)."""
         try:
-            raw = self.store.get(join(path, v3.ZARR_JSON))
+            raw = (get or self.store.get)(join(path, v3.ZARR_JSON))
             if raw is None:
                 return None
             doc = v3.parse_document(raw)
+        except Unreachable:
+            raise
         except (MetadataError, StoreError) as e:
             return HiddenNode(path, "unknown", str(e)), None
         return parse_node(path, doc)
@@ -128,5 +135,6 @@ class V3Dialect(Dialect):
     def children(self, group: GroupNode) -> list[Child]:
         if self.consolidated is not None:
             return self.consolidated.children(group.path)
-        names = self.store.list_dir(group.path)
-        return probe_children(group.path, names, {v3.ZARR_JSON}, self.node)
+        names = [n for n in self.store.list_dir(group.path) if n != v3.ZARR_JSON]
+        keys = [join(join(group.path, name), v3.ZARR_JSON) for name in names]
+        return probe_children(group.path, names, self.node, Documents(self.store, keys).get)

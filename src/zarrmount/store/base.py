@@ -7,9 +7,11 @@ threads (see :mod:`zarrmount.store.aio`), which keeps the store usable without F
 
 from __future__ import annotations
 
+import contextvars
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from zarrmount.store import deadline
@@ -18,6 +20,12 @@ from zarrmount.store.retry import is_unreachable, with_retries
 from zarrmount.store.versions import History
 
 T = TypeVar("T")
+
+# Requests at once of one ``gather``: a group's children's metadata documents cost a
+# round trip for each sixteen, not one each.
+GATHERED = 16
+# What ``gather`` found of a key: its value, None when it is missing, or the failure.
+Gathered = bytes | None | StoreError
 
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
@@ -100,6 +108,33 @@ class Store(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
+
+    def gather(self, keys: Sequence[str]) -> dict[str, Gathered]:
+        """What ``get`` of each of ``keys`` gives (a failure as a value: each key's is its
+        own), fetched at once where round trips are worth overlapping (remote stores): at
+        most GATHERED requests at a time; once one found the store unreachable, the rest
+        are not tried and share its failure. Elsewhere nothing: each key is read when needed."""
+        if not self.remote or not keys:
+            return {}
+        down: list[Unreachable] = []
+        with ThreadPoolExecutor(min(GATHERED, self.concurrency, len(keys))) as pool:
+            # each in a copy of the caller's context: the kernel request's deadline
+            found = [
+                pool.submit(contextvars.copy_context().run, self._gathered, key, down)
+                for key in keys
+            ]
+        return {key: future.result() for key, future in zip(keys, found, strict=True)}
+
+    def _gathered(self, key: str, down: list[Unreachable]) -> Gathered:
+        if down:
+            return down[0]
+        try:
+            return self.get(key)
+        except Unreachable as e:
+            down.append(e)
+            return e
+        except StoreError as e:
+            return e
 
     def retrying(self, attempt: Callable[[float], T], what: str, deadline_s: float) -> T:
         """``attempt`` tried by the one policy (``retry.py``) until it succeeds, fails for
