@@ -13,6 +13,7 @@ from zarrmount.array import Arrays, Shared
 from zarrmount.array.background import Background
 from zarrmount.array.decoders import Decoders
 from zarrmount.array.freshness import Revalidation, Ttl
+from zarrmount.array.warm import Warming
 from zarrmount.cache import BufferPool, ChunkCache
 from zarrmount.codecs import Pipeline
 from zarrmount.format.model import ArrayNode, GroupNode
@@ -28,6 +29,7 @@ from zarrmount.store.faults import Fault, FaultyStore
 from zarrmount.store.kept_documents import KeptDocuments
 from zarrmount.versions import StoreVersions
 from zarrmount.vfs import Filesystem, snapshots
+from zarrmount.vfs.fs import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
 
@@ -131,13 +133,14 @@ def _fault_control(store: FaultyStore):
 
 
 def keep_documents(store: Store, options: MountOptions) -> Store:
-    """``store``, its metadata documents read from and kept in the disk cache where it
-    never changes (``-o immutable`` with ``-o disk_cache``). Checked first here: the
-    cache itself is made (and a local store's refusal logged) once, by ``assemble``."""
+    """``store``, its metadata documents and group listings kept in the disk cache
+    (``-o disk_cache``): served first where the store never changes (``-o immutable``),
+    else only while it is unreachable. Checked first here: the cache itself is made (and
+    a local store's refusal logged) once, by ``assemble``."""
     if not store.remote or options.disk_cache is None:
         return store
     disk = _disk_cache(store, options)
-    return KeptDocuments(store, disk) if disk is not None and disk.immutable else store
+    return KeptDocuments(store, disk) if disk is not None else store
 
 
 def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
@@ -155,6 +158,15 @@ def _disk_cache(store: Store, options: MountOptions) -> DiskCache | None:
     directory = str(cache_home() / "objects") if where == "auto" else where
     immutable = options.read_only and _ttl(options, store).period is None
     return DiskCache(directory, store.identity, options.disk_cache_size, immutable)
+
+
+def _unwarmable(store: Store, disk: DiskCache | None) -> str | None:
+    """Why ``zarrmount warm`` has nothing to do on this mount, if so."""
+    if not store.remote:
+        return "its store is local: reads are at local speed already"
+    if disk is None:
+        return "it has no disk cache (mount it with -o disk_cache=DIR)"
+    return None
 
 
 def _ttl(options: MountOptions, store: Store) -> Ttl:
@@ -193,6 +205,9 @@ def assemble(
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):
         mount.fs.controls[FAULTS_XATTR] = _fault_control(store.store)
+    warming = Warming(mount.arrays, _unwarmable(dialect.store, disk))
+    mount.fs.asks[WARM_XATTR] = lambda ino: warming.add(*mount.fs.arrays_of(ino))
+    mount.fs.reports[WARM_PROGRESS_XATTR] = warming.report
     if dialect.store.versioned:
         mount.versions = StoreVersions(store, options.metadata_ttl, partial(_engines, mount))
         snapshots.attach(table, mount.versions, options.show_snapshots)

@@ -14,7 +14,8 @@ import sys
 from zarrmount import __version__, config, hierarchy, logs
 from zarrmount.errors import CommandError
 from zarrmount.options import MountOptions, OptionError, dataset_name, json_object, options_help
-from zarrmount.store import StoreError, open_store, public_url
+from zarrmount.store import Store, StoreError, Unreachable, open_store, public_url
+from zarrmount.store.kept_documents import offline
 from zarrmount.store.versions import Commits
 from zarrmount.unmount import cleanup, unmount
 
@@ -27,6 +28,7 @@ zarrmount SOURCE MOUNTPOINT [-o OPT[,OPT...]] [--storage-options JSON] [-f] [-d]
        zarrmount --cleanup MOUNTPOINT | --cleanup --config FILE
        zarrmount --inspect SOURCE [--json]
        zarrmount --stats MOUNTPOINT [--json]
+       zarrmount warm MNT/PATH...
        zarrmount --version"""
 
 
@@ -101,9 +103,22 @@ def _open(source: str, options: MountOptions):
             )
         from zarrmount.assemble import keep_documents
 
-        return hierarchy.open_hierarchy(keep_documents(store, options))
+        return _open_kept(keep_documents(store, options))
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {public_url(source)}: {e}") from None
+
+
+def _open_kept(store: Store):
+    """The hierarchy in ``store``; with the store unreachable, as its documents kept on
+    disk show it (``-o disk_cache``): a mount comes up through an outage."""
+    try:
+        return hierarchy.open_hierarchy(store)
+    except hierarchy.SourceError as e:
+        if not (store.keeps_documents and isinstance(e.__cause__, Unreachable)):
+            raise
+        log.warning("%s; mounting what the disk cache kept of it", e)
+    with offline():
+        return hierarchy.open_hierarchy(store)
 
 
 def _options(args: argparse.Namespace, found: config.MountConfig | None) -> MountOptions:
@@ -296,6 +311,10 @@ def _mountpoint(args: argparse.Namespace, found: config.MountConfig | None, what
 
 
 def run(argv: list[str]) -> int:
+    if argv[:1] == ["warm"]:
+        from zarrmount import warming
+
+        return warming.run(argv[1:])
     args = _parser().parse_args(argv)
     found = _config(args)
     if args.inspect:

@@ -85,9 +85,10 @@ class Arrays:
         lines = FileLines(node.meta, self.dtype(node.meta), read)
         return TextArray(lines, self.text_max)
 
-    def _open(self, node: ArrayNode) -> ArrayReader:
+    def pipeline(self, node: ArrayNode) -> Pipeline:
+        """The codecs of ``node``'s chunks (EIO where they cannot be built)."""
         try:
-            pipeline = (
+            return (
                 self.root_pipeline
                 if self.root_pipeline is not None and node.path == ""
                 else shared_pipeline(node.meta)
@@ -95,6 +96,9 @@ class Arrays:
         except CodecError as e:  # built once already, when the array was listed
             log.error("%s: %s", node.path, e)
             raise FsError(errno.EIO, str(e)) from e
+
+    def _open(self, node: ArrayNode) -> ArrayReader:
+        pipeline = self.pipeline(node)
         if self.read_only:
             return ArrayReader(node, pipeline, self.shared)
         array = ArrayWriter(

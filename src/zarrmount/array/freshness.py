@@ -185,6 +185,19 @@ class Revalidation:
                 validity.changed_ns = time.time_ns()  # the kernel drops its pages too
                 log.debug("%s: %d cached chunks changed in the store", path or "/", dropped)
 
+    async def listed(self, path: str, grid: UnitGrid) -> Units | None:
+        """The array's stored units with their validators, as a listing still trusted
+        gives them, listed now if due (as a read would: the next read uses these, and
+        finds what is kept of them on disk); else listed for the asking (a mount that
+        never revalidates). None: too many units to list, or a store that cannot.
+        Unreachable or StoreError when the listing fails."""
+        validity = self.of(path)
+        await self.revalidate(path, validity, grid)
+        if validity.units is not None and not self.expired(validity):
+            return validity.units
+        meta = grid.meta
+        return await self.store.run(list_units, grid.prefix, meta.key_encoding, len(meta.shape))
+
     def _by_age(self, path: str, validity: Validity) -> None:
         """Revalidate without a listing: the array's cached chunks (and shard indexes)
         loaded more than a period ago are dropped, the rest kept; no request."""

@@ -53,7 +53,7 @@ class ShardReader(UnitsPart):
 
     async def _load(self, key: str, validator: str | None) -> tuple[np.ndarray, int]:
         spec = self.grid.sharding
-        start, n = self._index_range()
+        start, n = self.index_range()
         raw = await self.store.get_range(key, start, n, validator)
         if raw is None:
             return _NO_SHARD, _NO_SHARD_BYTES
@@ -62,21 +62,21 @@ class ShardReader(UnitsPart):
         index = await self.decoders.run(spec.decode_index, raw)
         return index, index.nbytes
 
-    def _index_range(self) -> tuple[int, int]:
+    def index_range(self) -> tuple[int, int]:
         """Where a shard's index lies: ``(start, length)``, a negative start from the end."""
         spec = self.grid.sharding
         n = spec.index_nbytes
         return (-n if spec.at_end else 0), n
 
     def _index_bytes(self, shard: bytes) -> bytes:
-        start, n = self._index_range()
+        start, n = self.index_range()
         return shard[start:] if start < 0 else shard[:n]
 
     def pieces(self, raw: bytes) -> list[tuple[int, int | None, bytes]]:
         """The ranges of a shard (``raw``, just built) that reads ask for, as ``(start,
         length, bytes)``: its index, then each inner chunk the index places."""
         index_raw = self._index_bytes(raw)
-        found: list[tuple[int, int | None, bytes]] = [(*self._index_range(), index_raw)]
+        found: list[tuple[int, int | None, bytes]] = [(*self.index_range(), index_raw)]
         index = self.grid.sharding.decode_index(index_raw)
         for local in np.ndindex(index.shape[:-1]):
             if (place := self.inner_range(index, local)) is not None:

@@ -28,7 +28,7 @@ from zarrmount.store import StoreError
 log = logging.getLogger(__name__)
 
 
-def _whole(raw: bytes) -> list[tuple[int, int | None, bytes]]:
+def whole_object(raw: bytes) -> list[tuple[int, int | None, bytes]]:
     """A chunk stored as one object is read whole."""
     return [(0, None, raw)]
 
@@ -138,7 +138,7 @@ class ChunkSource:
             units.pop(unit, None)
             return
         units[unit] = validator = f"written:{secrets.token_hex(8)}"
-        cut = _whole if self.grid.sharding is None else self.shards.pieces
+        cut = whole_object if self.grid.sharding is None else self.shards.pieces
         await self.store.write_through(key, validator, raw, cut)
 
     def key(self, coords: Coords) -> tuple:

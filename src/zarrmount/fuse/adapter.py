@@ -203,7 +203,7 @@ class Operations(pyfuse3.Operations):
 
     @_guard
     async def getxattr(self, inode, name, ctx):
-        return self.fs.getxattr(inode, os.fsdecode(name))
+        return self.fs.getxattr(inode, os.fsdecode(name), ctx.uid)
 
     @_guard
     async def listxattr(self, inode, ctx):

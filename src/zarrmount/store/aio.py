@@ -16,6 +16,7 @@ from zarrmount.store.base import OpenFile, Store, StoreError
 from zarrmount.store.diskcache import DiskCache, Part
 from zarrmount.store.failures import RecentFailures, Unreachable
 from zarrmount.store.health import Health
+from zarrmount.store.kept_documents import offline
 
 # The deadline of a fetch of a key that failed a moment ago: long enough for a store
 # that is back, short enough that the kernel's immediate re-send of a failed read (page
@@ -271,6 +272,15 @@ class AsyncStore:
         self.stats.synced += len(keys)
 
     @property
+    def concurrency(self) -> int:
+        """How many calls may be under way at once (``-o max_fetches``)."""
+        return int(self._limiter.total_tokens)
+
+    def holds(self, key: str, start: int, length: int | None, validator: str | None) -> bool:
+        """The disk cache holds these bytes of ``key`` as of ``validator`` (blocking)."""
+        return self._on_disk(validator) and self.disk.holds(Part(key, start, length), validator)
+
+    @property
     def reads_parts(self) -> bool:
         """Parts of a value cost less than all of it (local files; an object store
         request costs the same for any part)."""
@@ -445,5 +455,17 @@ class AsyncStore:
 
     async def run(self, fn: Callable[..., T], *args) -> T:
         """``fn(store, *args)``: a blocking function of the layers above over the store (a
-        hierarchy load, a listing walk), in a worker thread within the deadline."""
-        return await self._run(fn, self.store, *args)
+        hierarchy load, a listing walk), in a worker thread within the deadline; with the
+        store unreachable, over the documents and listings kept on disk where it keeps
+        them (Unreachable if ``fn`` needs more)."""
+        try:
+            return await self._run(fn, self.store, *args)
+        except Unreachable:
+            if not self.store.keeps_documents:
+                raise
+        return await trio.to_thread.run_sync(_offline, fn, self.store, *args)
+
+
+def _offline(fn: Callable[..., T], *args) -> T:
+    with offline():
+        return fn(*args)

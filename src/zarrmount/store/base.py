@@ -78,6 +78,7 @@ class Store(ABC):
     read_only_reason: str | None = None  # why writes can never succeed (HTTP, zip), if so
     fixed = False  # its contents never change (a snapshot): nothing cached is checked again
     versioned = False  # it has a history of versions (history, at)
+    keeps_documents = False  # serves kept documents offline (store/kept_documents.py)
     transactional = False  # sets and deletes last only once sync commits them (Icechunk)
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
     retries = 0  # requests tried again after a transient failure (statistics)

@@ -121,6 +121,23 @@ class DiskCache:
             os.utime(path)  # recently used
         return payload
 
+    def holds(self, part: Part, validator: str | None) -> bool:
+        """An entry of ``part`` as of ``validator`` is there (its header alone read: a
+        damaged payload is found, and fetched again, when it is read)."""
+        try:
+            with open(self._path(part), "rb") as f:
+                head = f.read(_HEAD.size)
+                if len(head) < _HEAD.size:
+                    return False
+                magic, header_len, _ = _HEAD.unpack(head)
+                header = json.loads(f.read(header_len)) if magic == MAGIC else {}
+        except (OSError, ValueError):
+            return False
+        found = (header.get("key"), header.get("start"), header.get("length"))
+        return found == (part.key, part.start, part.length) and (
+            self.immutable or header.get("v") == validator
+        )
+
     @staticmethod
     def _read(path: str, buffer_for: Callable[[int], bytearray | np.ndarray]) -> memoryview | None:
         try:
@@ -157,6 +174,19 @@ class DiskCache:
             over = self.used > self.size
         if over:
             self._evict()
+
+    def keep_latest(self, part: Part, payload: bytes) -> None:
+        """Keep ``payload`` as ``part`` (no validator: served only when stale ones are
+        wanted, or for immutable sources), unless that is what the entry holds already:
+        a document read again each TTL is a read of a small file, not a write."""
+        path = self._path(part)
+        raw = self._read(path, bytearray)
+        found = None if raw is None else _parse(raw, part)
+        if found is not None and found[1] == payload:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used
+            return
+        self.put(part, None, payload)
 
     def _write(self, path: str, parts: list) -> None:
         directory = os.path.dirname(path)

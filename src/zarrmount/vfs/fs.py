@@ -13,7 +13,7 @@ import os
 import stat
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +25,7 @@ from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy.base import Child, Dialect
 from zarrmount.options import MountOptions
 from zarrmount.process_memory import allocation_sites, memory_stats
+from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Handle, Node
 from zarrmount.vfs.table import ROOT_INODE, InodeTable
@@ -36,6 +37,10 @@ XATTR_NAMESPACE = "user."
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
 HEAP_XATTR = "user.zarrmount.heap"  # a daemon tracing its allocations: the largest sites
+# read on a file or directory: its arrays fetched into the disk cache (zarrmount warm);
+# read on the root, the progress of that
+WARM_XATTR = "user.zarrmount.warm"
+WARM_PROGRESS_XATTR = "user.zarrmount.warm_progress"
 # Root arrays readied for their first read once mounted: past a few, all use the same
 # buffer sizes and codecs (100,000 arrays at the root would only cost time).
 WARM_ARRAYS = 16
@@ -124,6 +129,11 @@ class Filesystem:
         self.read_latency: Callable[[float], None] = _ignore  # seconds a read took (metrics)
         # attributes of the root that set something: name -> setter of its value
         self.controls: dict[str, Callable[[bytes], None]] = {}
+        # attributes of the root made when read (not listed): name -> maker of its value
+        self.reports: dict[str, Callable[[], bytes]] = {}
+        # attributes whose reading asks for something of a node (a mount is read-only:
+        # the kernel sets none there): name -> asker, given the node's inode
+        self.asks: dict[str, Callable[[int], bytes]] = {}
         if isinstance(root, GroupNode):
             table.add(Directory(ROOT_INODE, ROOT_INODE, root, table))
         else:
@@ -295,6 +305,27 @@ class Filesystem:
             except FsError:
                 continue  # logged
 
+    def arrays_of(self, ino: int) -> tuple[str, Callable[[], Awaitable[list[ArrayNode]]]]:
+        """The path of node ``ino``, and what lists the arrays at and below it (a group's
+        subtree listed where it was not yet): what a warm job fetches."""
+        start = self.table[ino]
+        if not isinstance(start, ArrayFile | Directory):
+            raise FsError(errno.EINVAL, "neither an array file nor a group's directory")
+
+        async def arrays() -> list[ArrayNode]:
+            found, todo = [], [start]
+            while todo:
+                node = todo.pop()
+                if isinstance(node, ArrayFile):
+                    found.append(node.model)
+                elif isinstance(node, Directory):
+                    children = await node.children(self.ttl.metadata)
+                    todo += [self.table[i] for i in children.values()]
+            return found
+
+        model = start.model
+        return ("" if model is None else model.path), arrays
+
     async def reload(
         self, dialect: Dialect, root: GroupNode | ArrayNode, pipeline: Pipeline | None = None
     ) -> Reloaded:
@@ -335,25 +366,34 @@ class Filesystem:
             found[PID_XATTR] = str(os.getpid()).encode()
         return found
 
+    def _owner_only(self, name: str, uid: int) -> None:
+        if uid not in (0, self.options.uid):
+            raise FsError(errno.EPERM, f"{name}: only root and the mount's owner")
+
     def control(self, ino: int, name: str, value: bytes, uid: int) -> bool:
         """Set one of the root's controls (``user.zarrmount.faults``); False where there is
         none of that name. Only root and the mount's owner may."""
         setter = self.controls.get(name) if ino == ROOT_INODE else None
         if setter is None:
             return False
-        if uid not in (0, self.options.uid):
-            raise FsError(errno.EPERM, f"{name}: only root and the mount's owner")
+        self._owner_only(name, uid)
         try:
             setter(value)
         except ValueError as e:
             raise FsError(errno.EINVAL, str(e)) from e
         return True
 
-    def getxattr(self, ino: int, name: str) -> bytes:
+    def getxattr(self, ino: int, name: str, uid: int) -> bytes:
+        """``uid``: the asker's (only root and the mount's owner ask for something)."""
         if not name.startswith(XATTR_NAMESPACE):  # what ls asks of every file (a security
             raise FsError(errno.ENODATA)  # context, ACLs): answered without making ours
+        if name in self.asks:
+            self._owner_only(name, uid)
+            return self.asks[name](ino)
         if ino == ROOT_INODE and name == HEAP_XATTR:
             return self._allocation_sites()
+        if ino == ROOT_INODE and name in self.reports:
+            return self.reports[name]()
         value = self.xattrs(ino).get(name)
         if value is None:
             raise FsError(errno.ENODATA)
