@@ -30,12 +30,14 @@ class Switchable(ReadOnlyRemoteDouble):
         self.values = values
         self.down = False
         self.calls = 0
+        self.asked: list[str] = []  # each try's key
         self._lock = threading.Lock()
 
     def get(self, key, *, deadline_s=None):
         def attempt(_left: float):
             with self._lock:
                 self.calls += 1
+                self.asked.append(key)
             if self.down:
                 raise ConnectionRefusedError(111, "Connection refused")
             return self.values.get(key)
@@ -56,12 +58,12 @@ def test_an_outage_fails_requests_at_once_until_a_probe_finds_the_store():
         store.down = True
         with pytest.raises(Unreachable):
             await aio.get("a")  # the request that finds the store down
-        tried = store.calls
         assert not aio.health.reachable
+        store.asked.clear()
         for key in ("a", "b", "c"):
             with pytest.raises(Unreachable, match="unreachable"):
                 await aio.get(key)
-        assert store.calls == tried  # nothing reached the store
+        assert set(store.asked) == {"zarr.json"}  # a probe (retried), none of the keys
         store.down = False
         async with trio.open_nursery() as nursery:
             nursery.start_soon(aio.watch_health)
@@ -73,6 +75,24 @@ def test_an_outage_fails_requests_at_once_until_a_probe_finds_the_store():
 
     aio.health.every = 0.01
     trio.run(main)
+
+
+def test_a_store_slow_for_one_request_answers_the_next_ones_probe():
+    """One object stalled; the store answers: the next request's probe finds it there,
+    and the request is served without waiting for the prober's period."""
+    store = Switchable({"a": b"1", "zarr.json": b"{}"})
+    aio = _async(store)
+    aio.health.every = 3600.0  # the prober would not come back in this test
+
+    async def main():
+        store.down = True
+        with pytest.raises(Unreachable):
+            await aio.get("a")
+        store.down = False
+        return await aio.get("a")
+
+    assert trio.run(main) == b"1"
+    assert aio.health.reachable and aio.health.outages == 1
 
 
 def test_an_answer_of_a_request_under_way_ends_the_outage():

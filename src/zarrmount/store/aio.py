@@ -64,6 +64,7 @@ class AsyncStore:
         self._failed = RecentFailures()
         self._root_seen: float | None = None  # trio time the root was last found
         self.health = Health(store.url)  # remote stores: whether it answers
+        self.health.probe = self._probe
 
     async def _run(
         self,
@@ -72,10 +73,12 @@ class AsyncStore:
         deadline_s: float | None = None,
         limiter: trio.CapacityLimiter | None = None,
         probe: bool = False,
+        telling: bool = True,
     ):
         """Run ``fn`` in a thread (under the store's limiter unless given another); for
         remote stores never wait past the deadline (the request's, if shorter), and not
-        at all while the store is unreachable (but for the ``probe`` that asks)."""
+        at all while the store is unreachable (but for the ``probe`` that asks). A call
+        not ``telling`` (a short try) does not begin an outage when it gets no answer."""
         if not self.store.remote:
             return await self._run_local(fn, *args, limiter=limiter)
         own = self.store.deadline_s if deadline_s is None else deadline_s
@@ -83,7 +86,7 @@ class AsyncStore:
         start = time.perf_counter()
         try:
             if not probe:
-                self.health.check()
+                await self.health.check()
             if deadline <= 0:
                 raise StoreError(f"{self.store.url}: the request's deadline has passed")
             # A hung request is abandoned (its thread finishes on its own) after the deadline.
@@ -94,12 +97,13 @@ class AsyncStore:
         except trio.TooSlowError:
             self.stats.errors += 1
             error = Unreachable(f"no answer from {self.store.url} within {deadline:g} s")
-            if deadline >= own / 2:  # not a request's deadline running out
+            if telling and deadline >= own / 2:  # not a request's deadline running out
                 self.health.failed(error)
             raise error from None
         except Unreachable as e:
             self.stats.errors += 1
-            self.health.failed(e)
+            if telling:
+                self.health.failed(e)
             raise
         except Exception:
             self.stats.errors += 1
@@ -129,7 +133,11 @@ class AsyncStore:
         deadline = short if retry else None
         try:
             value = await self._run(
-                functools.partial(fn, deadline_s=deadline), key, *args, deadline_s=deadline
+                functools.partial(fn, deadline_s=deadline),
+                key,
+                *args,
+                deadline_s=deadline,
+                telling=not retry,  # the key alone may be stalled: the store said so once
             )
         except StoreError as e:
             if retry:  # the first failure's time is kept: a whole try again once it is stale
@@ -142,7 +150,7 @@ class AsyncStore:
     async def watch_health(self) -> None:
         """Probe the store while it is unreachable (a session task; remote stores)."""
         if self.store.remote:
-            await self.health.watch(self._probe)
+            await self.health.watch()
 
     async def _probe(self, deadline_s: float) -> None:
         """The smallest request that shows the store answers: a byte of the root's

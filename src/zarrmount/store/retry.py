@@ -32,7 +32,16 @@ class Permanent(Exception):
 
 
 def _status(error: BaseException) -> int | None:
-    """The HTTP status an fsspec backend attached to ``error``, if any."""
+    """The HTTP status an fsspec backend attached to ``error``, or to the error it was
+    translated from (s3fs turns a 503 into a plain OSError, the response its cause)."""
+    for seen in (error, error.__cause__):
+        status = None if seen is None else _own_status(seen)
+        if status is not None:
+            return status
+    return None
+
+
+def _own_status(error: BaseException) -> int | None:
     for attr in ("status", "status_code", "code"):
         value = getattr(error, attr, None)
         if isinstance(value, int) and 100 <= value < 600:
