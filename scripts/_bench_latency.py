@@ -22,7 +22,9 @@ What a user of a distant store waits for, each row a ratio against its target:
 7. a link-bound cold read: the proxy shares ``--link-mbps`` (default 100 MB/s) among all
    connections; a 256 MiB array read through a mount against 16 plain GETs at once
    (>= 0.9x of their throughput);
-8. ``zarrmount warm`` (not measured until the command exists).
+8. ``zarrmount warm`` of that 256 MiB array into an empty disk cache against plain GETs
+   of its objects, 64 at once (<= 1.25x); then, the store refusing, a fresh mount on that
+   disk cache comes up and reads it whole, equal to the local copy.
 
 Every row prints the requests it made through the proxy (by kind, the most in flight at
 once): with 30 ms a request, how many requests a row makes, and how many wait at once, is
@@ -36,6 +38,7 @@ missed row, never a stalled bench.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -603,20 +606,91 @@ def link(bench: Bench) -> list[str]:
     ]
 
 
-# --- 8. zarrmount warm (not there yet) ----------------------------------------------------
+# --- 8. zarrmount warm --------------------------------------------------------------------
+
+WARM_GETS = 64  # a remote mount's fetches at once (max_fetches' default)
 
 
-def warm(bench: Bench) -> list[str]:
-    """A placeholder for ``zarrmount warm MNT/PATH`` (fetching a subtree ahead of its
-    readers): measured once the command exists, against a cold read of the same data."""
-    r = subprocess.run(
-        [bench.args.zarrmount, "warm", "--help"], capture_output=True, text=True, timeout=60
+def warm(bench: Bench, local: Path) -> list[str]:
+    """``zarrmount warm`` of the 256 MiB array into an empty disk cache, against plain GETs
+    of its objects WARM_GETS at once through the same proxy; then, the store refusing, the
+    array read whole from a fresh mount's disk cache, compared with the local copy."""
+    disk = bench.work / "latency-warm"
+    nbytes = LINK_ROWS * d.NCOLS * 4
+    got: dict[str, list[float]] = {"warm": [], "get": []}
+    reqs: dict[str, str] = {}
+    try:
+        for rep in range(bench.reps):
+            for which in turns(rep, ("warm", "get")):
+                b.touch_and_free()
+                bench.proxy.reset()
+                if which == "warm":
+                    got[which].append(_warm_once(bench, disk))
+                else:
+                    ans = bench.child(
+                        "plain_get", url("link"), bench.proxy.url, WARM_GETS, bound=300
+                    )
+                    got[which].append(seconds_of(ans))
+                reqs[which] = bench.counted()
+                b.log(f"  warm {which:<5} {got[which][-1]:7.3f} s  ({reqs[which]})")
+        outage = _read_through_outage(bench, disk, local, nbytes)
+    finally:
+        shutil.rmtree(disk, ignore_errors=True)
+    mount, ref = median(got["warm"]), median(got["get"])
+    return [
+        f"zarrmount warm of {nbytes >> 20} MiB (uncompressed, 4 MiB chunks) into an empty "
+        "disk cache",
+        row(
+            mount <= 1.25 * ref,
+            f"zarrmount warm / {WARM_GETS} plain GETs at once {mount:.3f} / {ref:.3f} s "
+            f"= {mount / ref:.2f}x (<= 1.25; the command's start included)",
+        ),
+        f"       requests: warm {reqs['warm']}; plain GET {reqs['get']}",
+        outage,
+    ]
+
+
+def _warm_once(bench: Bench, disk: Path) -> float:
+    """Seconds of one ``zarrmount warm`` of the array on a fresh mount, its disk cache
+    emptied first."""
+    shutil.rmtree(disk, ignore_errors=True)
+    with bench.mount(url("link"), f"disk_cache={disk}"):
+        t0 = time.perf_counter()
+        r = subprocess.run(
+            [bench.args.zarrmount, "warm", str(bench.mnt / "array")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        seconds = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise b.BenchError(f"zarrmount warm failed: {r.stderr.strip()[-2000:]}")
+    return seconds
+
+
+def _read_through_outage(bench: Bench, disk: Path, local: Path, nbytes: int) -> str:
+    """The store refusing, a fresh mount on the warmed disk cache comes up and reads the
+    array whole, equal to the local copy's."""
+    expected = zarr.open_array(str(local), mode="r")[:]
+    want = hashlib.sha256(np.ascontiguousarray(expected).tobytes()).hexdigest()
+    bench.proxy.close_upstream()
+    try:
+        t0 = time.perf_counter()
+        with bench.mount(url("link"), f"disk_cache={disk}", f"timeout={OUTAGE_TIMEOUT}"):
+            up = time.perf_counter() - t0
+            bench.proxy.reset()
+            ans = bench.child("digest", bench.mnt / "array", bound=300)
+            reqs = bench.counted()
+    finally:
+        bench.proxy.restore()
+    same = ans is not None and ans["bytes"] == nbytes and ans["sha256"] == want
+    read = f"read in {seconds_of(ans):.2f} s" if ans is not None else "no answer in 300 s"
+    return row(
+        same,
+        f"the store refusing, a fresh mount came up in {up:.1f} s (-o timeout="
+        f"{OUTAGE_TIMEOUT}) and read the {nbytes >> 20} MiB from its disk cache: {read}, "
+        f"{'equal to' if same else 'NOT equal to'} the local copy (requests: {reqs})",
     )
-    if r.returncode != 0 or "zarrmount warm" not in r.stdout:
-        return ["zarrmount warm: not measured: warm command missing"]
-    # TODO(#41): time `zarrmount warm MNT/PATH` of a remote array, then a read of it,
-    # against a cold read of the same array.
-    return ["zarrmount warm: the command exists; its measurement is still to be written"]
 
 
 # --- the case -----------------------------------------------------------------------------
@@ -643,7 +717,7 @@ def run(args: argparse.Namespace, work: Path) -> list[str]:
             ("refused", "outage, refused", lambda: outage(bench, "close_upstream")),
             ("hung", "outage, hung", lambda: outage(bench, "hang")),
             ("link", "link-bound read", lambda: link(bench)),
-            ("warm", "warm", lambda: warm(bench)),
+            ("warm", "warm", lambda: warm(bench, local["link"])),
             ("tiny100k", "100,000 chunks", lambda: tiny(bench, "tiny100k", 1)),
         ]
         wanted = set(args.latency_rows.split(",")) if args.latency_rows else None

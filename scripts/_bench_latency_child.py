@@ -9,6 +9,7 @@ inside, after the interpreter and its imports are up.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -60,6 +61,18 @@ def sequential(path: str) -> dict[str, Any]:
     finally:
         os.close(fd)
     return {"seconds": time.perf_counter() - t0, "bytes": total}
+
+
+def digest(path: str) -> dict[str, Any]:
+    """A whole file read 1 MiB at a time, and the SHA-256 of its bytes."""
+    found = hashlib.sha256()
+    t0 = time.perf_counter()
+    total = 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(READ_SIZE):
+            found.update(chunk)
+            total += len(chunk)
+    return {"seconds": time.perf_counter() - t0, "bytes": total, "sha256": found.hexdigest()}
 
 
 def walk(path: str) -> dict[str, Any]:
@@ -200,6 +213,7 @@ def plain_get(url: str, endpoint: str, threads: str) -> dict[str, Any]:
 COMMANDS: dict[str, Callable[..., dict[str, Any]]] = {
     "preads": preads,
     "sequential": sequential,
+    "digest": digest,
     "walk": walk,
     "read": read,
     "listing": listing,

@@ -16,6 +16,7 @@ from zarrmount.array.freshness import Revalidation, Ttl
 from zarrmount.array.warm import Warming
 from zarrmount.cache import BufferPool, ChunkCache
 from zarrmount.codecs import Pipeline
+from zarrmount.controls import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.hierarchy import Dialect
 from zarrmount.hierarchy.tree import Tree
@@ -29,7 +30,6 @@ from zarrmount.store.faults import Fault, FaultyStore
 from zarrmount.store.kept_documents import KeptDocuments
 from zarrmount.versions import StoreVersions
 from zarrmount.vfs import Filesystem, snapshots
-from zarrmount.vfs.fs import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.vfs.sidecars import SIDECARS
 from zarrmount.vfs.table import InodeTable
 

@@ -20,9 +20,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from zarrmount.controls import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.errors import CommandError
 from zarrmount.fuse import records
-from zarrmount.vfs.fs import WARM_PROGRESS_XATTR, WARM_XATTR
 
 POLL_S = 0.2  # between two looks at the progress
 BAR_WIDTH = 30

@@ -37,10 +37,6 @@ XATTR_NAMESPACE = "user."
 STATS_XATTR = "user.zarrmount.stats"
 PID_XATTR = "user.zarrmount.pid"
 HEAP_XATTR = "user.zarrmount.heap"  # a daemon tracing its allocations: the largest sites
-# read on a file or directory: its arrays fetched into the disk cache (zarrmount warm);
-# read on the root, the progress of that
-WARM_XATTR = "user.zarrmount.warm"
-WARM_PROGRESS_XATTR = "user.zarrmount.warm_progress"
 # Root arrays readied for their first read once mounted: past a few, all use the same
 # buffer sizes and codecs (100,000 arrays at the root would only cost time).
 WARM_ARRAYS = 16
