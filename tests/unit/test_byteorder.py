@@ -62,7 +62,7 @@ def test_files_and_views_show_the_asked_byte_order(tmp_path, stored, shown, piec
     assert raw == expected.tobytes()
     loaded = np.load(io.BytesIO(npy))
     assert loaded.dtype == expected.dtype and np.array_equal(loaded, expected)
-    shown_label = fs.getxattr((trio.run(fs.lookup, 1, "array")).ino, "user.zarr.dtype")
+    shown_label = fs.getxattr((trio.run(fs.lookup, 1, "array")).ino, "user.zarr.dtype", 0)
     assert shown_label.decode() == expected.dtype.str
 
 
