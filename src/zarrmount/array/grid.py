@@ -57,13 +57,16 @@ class UnitGrid:
             for p in product([range(n) for n in self.per_unit])
         ]
 
+    def extent(self, coords: Coords) -> tuple[int, ...]:
+        """The chunk's extent along each axis inside the array (less at its far edges)."""
+        meta = self.meta
+        return tuple(
+            min(c, s - i * c) for i, c, s in zip(coords, meta.chunks, meta.shape, strict=True)
+        )
+
     def inside(self, coords: Coords) -> int:
         """How many elements of the chunk at ``coords`` lie inside the array."""
-        meta = self.meta
-        return math.prod(
-            min((c + 1) * n, s) - c * n
-            for c, n, s in zip(coords, meta.chunks, meta.shape, strict=True)
-        )
+        return math.prod(self.extent(coords))
 
     def span(self, copies: list[Copy]) -> tuple[int, int]:
         """Bytes ``[lo, hi)`` of the chunk (in C order) that ``copies`` read from."""

@@ -110,7 +110,7 @@ class ArrayReader:
     def _cached_row(self, coords: Coords) -> memoryview | None:
         """The C-order bytes of a cached chunk, for a random reader."""
         entry = self.cache.entry(self.source.key(coords))
-        if entry is None or self.prefetch.sequential:
+        if entry is None or self.prefetch.sequential or coords in self.source.unloaded:
             return None
         return entry.c_bytes()
 
@@ -133,6 +133,8 @@ class ArrayReader:
     async def _gather(self, plan: dict) -> _Gathered:
         """The chunks ``plan`` reads: cached ones pinned, missing ones loaded (whole, or
         in part where that costs less)."""
+        if self.source.unloaded:  # chunks written in part, their other elements not loaded
+            await self.source.complete(plan)
         got = _Gathered()
         missing = []
         for coords in plan:

@@ -18,6 +18,7 @@ from zarrmount.array.shards import ShardReader
 from zarrmount.array.shared import Shared
 from zarrmount.array.stored_units import Listing
 from zarrmount.array.units import UnitStates
+from zarrmount.array.unloaded import Unloaded
 from zarrmount.cache import Loaded
 from zarrmount.codecs import ChunkDecodeError, Pipeline
 from zarrmount.codecs.base import Unsupported, raw_dtype
@@ -84,6 +85,7 @@ class ChunkSource:
         self.fill = np.broadcast_to(self.fill_element, meta.chunks)
         self.grid = UnitGrid(meta, node.data_prefix, pipeline.sharding)
         self.states = UnitStates()
+        self.unloaded = Unloaded()  # chunks written before their stored elements were loaded
         self.shards = ShardReader(
             self.path, self.grid, self.store, self.cache, self.states, self.decoders, self.check
         )
@@ -152,6 +154,21 @@ class ChunkSource:
     def known(self, coords: Coords) -> bool:
         key = self.key(coords)
         return self.cache.entry(key) is not None or self.cache.loading(key)
+
+    async def complete(self, coords: Iterable[Coords]) -> None:
+        """Fill in the elements not written yet of chunks begun unloaded (array/unloaded.py)
+        from the stored chunks, before anything reads them whole; EIO where that fails."""
+        for c in [c for c in coords if c in self.unloaded]:
+            loaded = await self._load(c)  # from the store, not the cache: ours is dirty
+            try:
+                mask, entry = self.unloaded.mask(c), self.cache.entry(self.key(c))
+                if mask is not None and entry is not None:  # none: completed meanwhile
+                    old = np.broadcast_to(loaded.value, self.meta.chunks)
+                    np.copyto(entry.value, old, where=~mask)
+                self.unloaded.forget(c)
+            finally:
+                if loaded.buffer is not None:
+                    self.pool.give(loaded.buffer)
 
     async def chunk(self, coords: Coords) -> tuple[np.ndarray, object]:
         """The decoded chunk at ``coords`` as raw elements, from the cache when there,

@@ -111,7 +111,8 @@ class ArrayWriter(ArrayReader):
                 return entry.value
             inside = source.grid.inside(coords)
             old, pinned = None, None
-            if written < inside:  # partly overwritten: patch what is there
+            unloaded = written < inside and self._begins_unloaded(key, copies)
+            if written < inside and not unloaded:  # partly overwritten: patch what is there
                 old, pinned = await source.chunk(coords)
             try:
                 if source.states.busy(unit):
@@ -124,12 +125,21 @@ class ArrayWriter(ArrayReader):
                 chunk = buffer.view(source.raw).reshape(self.meta.chunks)
                 if old is not None:
                     chunk[...] = old
-                elif inside < chunk.size:
+                elif inside < chunk.size or unloaded:
                     chunk[...] = source.fill  # edge chunk: keep fill in the padding
+                if unloaded:
+                    source.unloaded.begin(coords, self.meta.chunks, source.grid.extent(coords))
             finally:
                 self.cache.unpin(pinned)
             self.cache.put_dirty(key, chunk, chunk.nbytes, self, buffer)
             return chunk
+
+    def _begins_unloaded(self, key: Hashable, copies: list[Copy]) -> bool:
+        """A write from the chunk's first element on, of a chunk nobody holds: a writer
+        going through it in order, whose next writes fill the rest (array/unloaded.py)."""
+        if self.cache.entry(key) is not None or self.cache.loading(key):
+            return False  # held (clean) or on its way: patched as it is
+        return any(all(s.start == 0 for s in c.chunk_sel) for c in copies)
 
     async def write(self, offset: int, data: bytes) -> int:
         """Write ``data`` at ``offset``; the size never changes (EFBIG past it)."""
@@ -153,6 +163,7 @@ class ArrayWriter(ArrayReader):
                 chunk = await self._writable(coords, copies)
                 for c in copies:
                     chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
+                    self.source.unloaded.written(coords, c.chunk_sel)
                 self.cache.put_dirty(self.source.key(coords), chunk, chunk.nbytes, self)
                 touched.append(coords)
         self._journal(offset, data)  # applied, with no await since: in the order applied
@@ -243,8 +254,9 @@ class ArrayWriter(ArrayReader):
     async def _store_unit(self, unit: Coords, chunks: list[Coords]) -> int | None:
         source = self.source
         store_key = source.grid.key(unit)
-        with source.states.rewriting(unit):
-            try:
+        try:
+            await source.complete(chunks)  # before the unit is busy: a shard's index waits
+            with source.states.rewriting(unit):
                 values = {c: self.cache.peek(source.key(c)) for c in chunks}
                 if source.grid.sharding is None:
                     raw = await source.decoders.run(self._encode, values[unit])
@@ -256,13 +268,13 @@ class ArrayWriter(ArrayReader):
                 await source.stored(unit, store_key, raw)
                 for coords in chunks:
                     self.cache.mark_clean(source.key(coords))
-                self.failed_at = None
-                return None
-            except Exception as e:  # store, codec or OS errors alike: keep the data, report
-                self.error = _errno_of(e)
-                self.failed_at = time.monotonic()
-                log.error("write-back of %s failed (kept in memory, will retry): %s", store_key, e)
-                return self.error
+            self.failed_at = None
+            return None
+        except Exception as e:  # store, codec or OS errors alike: keep the data, report
+            self.error = _errno_of(e)
+            self.failed_at = time.monotonic()
+            log.error("write-back of %s failed (kept in memory, will retry): %s", store_key, e)
+            return self.error
 
     def _encode(self, chunk: np.ndarray) -> bytes | None:
         """The stored form of ``chunk`` (in a decoding thread); ``None`` when it is all fill
