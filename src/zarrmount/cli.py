@@ -117,6 +117,7 @@ def _open_kept(store: Store):
         if not (store.keeps_documents and isinstance(e.__cause__, Unreachable)):
             raise
         log.warning("%s; mounting what the disk cache kept of it", e)
+        store.unanswered = e.__cause__
     with offline():
         return hierarchy.open_hierarchy(store)
 

@@ -98,10 +98,14 @@ def test_a_fresh_mount_comes_up_and_reads_warmed_arrays_while_the_store_is_down(
         expected = expected_bytes(s3_data.oracle(url), "v2", path, m.p(path))
     fault.set("drop", "", methods=ALL)
     with mounted(url, options, tag="warmdown2") as m:
+        assert m.stats()["store_reachable"] == 0  # known at start: no read waits to learn it
+        before = len(fault.requests)
         assert sorted(os.listdir(m.p("grp/sub"))) == ["floats"]
         assert read_all(m.p(path)) == expected
-        assert m.stats()["store_reachable"] == 0
+        assert m.stats()["store_reachable"] == 0 and m.stats()["store_outages"] == 1
         assert m.wait_for_log("mounting what the disk cache kept") is not None
+        asked = {r.path for r in fault.requests[before:]}
+        assert not any("floats" in p for p in asked), asked  # only the probes' root asks
 
 
 def test_a_warm_with_the_store_down_fails_naming_what_it_missed(s3_data, fault, tmp_path):

@@ -65,6 +65,8 @@ class AsyncStore:
         self._root_seen: float | None = None  # trio time the root was last found
         self.health = Health(store.url)  # remote stores: whether it answers
         self.health.probe = self._probe
+        if store.unanswered is not None:  # opened from documents kept on disk
+            self.health.failed(store.unanswered)
 
     async def _run(
         self,

@@ -83,6 +83,9 @@ class Store(ABC):
     list_calls = 0  # list_dir calls so far (statistics; consolidated metadata needs none)
     retries = 0  # requests tried again after a transient failure (statistics)
     root_marker: str | None = None  # the root's metadata key, once the hierarchy is found
+    # the failure over which the hierarchy was opened from documents kept on disk: the
+    # mount begins in an outage (no first read waits a deadline to learn it)
+    unanswered: Unreachable | None = None
 
     @abstractmethod
     def get(self, key: str, *, deadline_s: float | None = None) -> bytes | None:

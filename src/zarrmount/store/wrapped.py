@@ -14,7 +14,7 @@ T = TypeVar("T")
 # what the layers above read from a store, fixed when it is opened
 _COPIED = ("url", "remote", "concurrency", "reads_parts", "deadline_s", "lists_chunks",
            "lists_deep", "read_only_reason", "fixed", "versioned", "transactional",
-           "keeps_documents")  # fmt: skip
+           "keeps_documents", "unanswered")  # fmt: skip
 
 
 class Wrapped(Store):
