@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     p.add_argument("--options-fd", type=int, help=argparse.SUPPRESS)
+    # from _spawn, whose own open found the store unreachable: not asked a second time
+    p.add_argument("--unanswered", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
@@ -80,8 +82,9 @@ def _check_mountpoint(mountpoint: str) -> None:
         raise CommandError("no FUSE: /dev/fuse is missing (modprobe fuse)")
 
 
-def _open(source: str, options: MountOptions):
-    """The hierarchy at ``source``; every store request has ``options.timeout`` to answer."""
+def _open(source: str, options: MountOptions, unanswered: bool = False):
+    """The hierarchy at ``source``; every store request has ``options.timeout`` to answer
+    (``unanswered``: none, the command found the store unreachable a moment ago)."""
     try:
         commits = (
             None if options.read_only else Commits(options.commit_message, options.on_conflict)
@@ -103,21 +106,24 @@ def _open(source: str, options: MountOptions):
             )
         from zarrmount.assemble import keep_documents
 
-        return _open_kept(keep_documents(store, options))
+        return _open_kept(keep_documents(store, options), unanswered)
     except (StoreError, hierarchy.SourceError) as e:
         raise CommandError(f"cannot open {public_url(source)}: {e}") from None
 
 
-def _open_kept(store: Store):
+def _open_kept(store: Store, unanswered: bool = False):
     """The hierarchy in ``store``; with the store unreachable, as its documents kept on
     disk show it (``-o disk_cache``): a mount comes up through an outage."""
-    try:
-        return hierarchy.open_hierarchy(store)
-    except hierarchy.SourceError as e:
-        if not (store.keeps_documents and isinstance(e.__cause__, Unreachable)):
-            raise
-        log.warning("%s; mounting what the disk cache kept of it", e)
-        store.unanswered = e.__cause__
+    if unanswered and store.keeps_documents:
+        store.unanswered = Unreachable(f"{store.url} gave no answer when the mount began")
+    else:
+        try:
+            return hierarchy.open_hierarchy(store)
+        except hierarchy.SourceError as e:
+            if not (store.keeps_documents and isinstance(e.__cause__, Unreachable)):
+                raise
+            log.warning("%s; mounting what the disk cache kept of it", e)
+            store.unanswered = e.__cause__
     with offline():
         return hierarchy.open_hierarchy(store)
 
@@ -188,7 +194,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, args) -> int:
     share_arenas()  # before the first threads
     try:
         _check_mountpoint(mountpoint)
-        dialect, root, pipeline = _open(source, options)
+        dialect, root, pipeline = _open(source, options, args.unanswered)
         lock = _lock_writer(dialect.store, mountpoint, options)
         journal = open_journal(options, dialect.store)
     except CommandError as e:
@@ -225,7 +231,7 @@ def _lock_writer(store, mountpoint: str, options: MountOptions) -> object | None
 def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     """Start the daemon detached and return once it reports the mount live (or failed)."""
     _check_mountpoint(mountpoint)
-    _open(source, options)
+    unanswered = _open(source, options)[0].store.unanswered
     if "://" not in source and "::" not in source:
         source = os.path.abspath(source)  # the daemon runs in /
     read_fd, write_fd = os.pipe()
@@ -244,6 +250,8 @@ def _spawn(source: str, mountpoint: str, options: MountOptions, args) -> int:
     ]
     if args.debug:
         cmd.append("-d")
+    if unanswered is not None:
+        cmd.append("--unanswered")
     with open(os.devnull, "r+b") as null:
         proc = subprocess.Popen(
             cmd,

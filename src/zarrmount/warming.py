@@ -24,7 +24,8 @@ from zarrmount.controls import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.errors import CommandError
 from zarrmount.fuse import records
 
-POLL_S = 0.2  # between two looks at the progress
+POLL_S = 0.2  # between two looks at the progress, at most
+FIRST_POLL_S = 0.02  # the first look: a job of a few chunks is over at once
 BAR_WIDTH = 30
 
 
@@ -120,6 +121,7 @@ def _start(mountpoint: str, path: str) -> None:
 
 
 def _wait(mountpoints: list[str], started: float, tty: bool) -> Totals:
+    pause = FIRST_POLL_S
     while True:
         totals = Totals()
         for mountpoint in mountpoints:
@@ -130,7 +132,8 @@ def _wait(mountpoints: list[str], started: float, tty: bool) -> Totals:
             if tty:
                 print()
             return totals
-        time.sleep(POLL_S)
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_S)
 
 
 def _parser() -> argparse.ArgumentParser:
