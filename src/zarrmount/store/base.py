@@ -157,6 +157,18 @@ class Store(ABC):
             why = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise Unreachable(f"{what}: no answer from {self.url} within {left:g} s ({why})") from e
 
+    def answered(
+        self, attempt: Callable[[float], T], what: str, deadline_s: float, describe=str
+    ) -> T:
+        """``retrying``, whatever fails a StoreError: a typed one (Unreachable) as it is,
+        any other named ``what: describe(error)``."""
+        try:
+            return self.retrying(attempt, what, deadline_s)
+        except StoreError:
+            raise
+        except Exception as e:
+            raise StoreError(f"{what}: {describe(e)}") from e
+
     def _count_retry(self) -> None:
         self.retries += 1
 

@@ -102,12 +102,7 @@ class ObstoreStore(Store):
             except BaseError as e:
                 raise Failure(e) from None
 
-        try:
-            return self.retrying(attempt, what, deadline)
-        except StoreError:
-            raise  # typed already (Unreachable)
-        except Exception as e:
-            raise StoreError(f"{what}: {e}") from e
+        return self.answered(attempt, what, deadline)
 
     @staticmethod
     def _key(key: str) -> str:

@@ -81,14 +81,7 @@ class ZarrPythonStore(Store):
             except self.final as e:
                 raise Permanent(one_line(e)) from None
 
-        try:
-            return self.retrying(attempt, what, deadline)
-        except StoreError:
-            raise  # typed already (Unreachable)
-        except Permanent as e:
-            raise StoreError(f"{what}: {e}") from None
-        except Exception as e:
-            raise StoreError(f"{what}: {one_line(e)}") from e
+        return self.answered(attempt, what, deadline, _described)
 
     @staticmethod
     def _key(key: str) -> str:
@@ -157,6 +150,11 @@ class ZarrPythonStore(Store):
             self.inner.close()
         if self._owns_loop:
             self._loop.close()
+
+
+def _described(error: Exception) -> str:
+    """A failure in a log line: a permanent one was described when it was raised."""
+    return str(error) if isinstance(error, Permanent) else one_line(error)
 
 
 def one_line(error: Exception) -> str:
