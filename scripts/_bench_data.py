@@ -144,6 +144,28 @@ def verify(path: Path, arr: zarr.Array, seed: int = 7) -> list[str]:
     return problems
 
 
+def create_v2(
+    store: str | Path,
+    shape: tuple[int, ...],
+    *,
+    chunks: tuple[int, ...] = CHUNKS,
+    lz4: bool = True,
+    storage_options: dict | None = None,
+) -> zarr.Array:
+    """An empty Zarr v2 float32 array (fill value 0) at ``store``, its chunks blosc-lz4
+    like the lz4 dataset's, or uncompressed when ``lz4`` is False."""
+    return zarr.create_array(
+        str(store),
+        shape=shape,
+        chunks=chunks,
+        dtype="<f4",
+        compressors=DATASETS[1].codec() if lz4 else None,
+        zarr_format=2,
+        fill_value=0.0,
+        storage_options=storage_options,
+    )
+
+
 def _spec(ds: Dataset, rows: int) -> dict:
     return {
         "version": DATA_VERSION,

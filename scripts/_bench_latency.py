@@ -85,6 +85,15 @@ def row(met: bool, text: str) -> str:
     return f"  {'ok  ' if met else 'MISS'} {text}"
 
 
+def ratio_row(what: str, mine: float, ref: float, limit: float, note: str = "") -> str:
+    """A row of ``what``'s seconds against the reference's, met when their ratio is at most
+    ``limit``; ``note`` goes inside the parentheses of the target."""
+    return row(
+        mine <= limit * ref,
+        f"{what} {mine:.3f} / {ref:.3f} s = {mine / ref:.2f}x (<= {limit:g}{note})",
+    )
+
+
 def turns(rep: int, items: Sequence[str]) -> Sequence[str]:
     """The variants in this repetition's order: reversed every other one."""
     return items if rep % 2 == 0 else items[::-1]
@@ -110,15 +119,7 @@ def _write_tree(path: Path) -> None:
 
 
 def _write_cached(path: Path) -> None:
-    arr = zarr.create_array(
-        str(path),
-        shape=(CACHED_ROWS, d.NCOLS),
-        chunks=CACHED_CHUNKS,
-        dtype="<f4",
-        compressors=d.DATASETS[1].codec(),
-        zarr_format=2,
-        fill_value=0.0,
-    )
+    arr = d.create_v2(path, (CACHED_ROWS, d.NCOLS), chunks=CACHED_CHUNKS)
     arr[:] = d.generate_block(0, CACHED_ROWS)
 
 
@@ -133,15 +134,7 @@ def _tiny_writer(shape: tuple[int, int]) -> Callable[[Path], None]:
 
 
 def _write_link(path: Path) -> None:
-    arr = zarr.create_array(
-        str(path),
-        shape=(LINK_ROWS, d.NCOLS),
-        chunks=d.CHUNKS,
-        dtype="<f4",
-        compressors=None,
-        zarr_format=2,
-        fill_value=0.0,
-    )
+    arr = d.create_v2(path, (LINK_ROWS, d.NCOLS), lz4=False)
     for r0 in range(0, LINK_ROWS, d.CHUNKS[0]):
         arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(r0, r0 + d.CHUNKS[0])
 
@@ -205,6 +198,12 @@ class Bench:
         """The requests since the last reset, described, and a reset."""
         return describe(self.proxy.counts())
 
+    def measured(self, *argv: str, bound: float) -> tuple[dict[str, Any] | None, str]:
+        """``child`` with the proxy's counts reset first: its answer and its requests."""
+        self.proxy.reset()
+        ans = self.child(*argv, bound=bound)
+        return ans, self.counted()
+
 
 def seconds_of(answer: dict[str, Any] | None, key: str = "seconds") -> float:
     """A child's seconds, infinite when it timed out (the row is then missed)."""
@@ -233,13 +232,13 @@ def series(bench: Bench) -> list[str]:
         for which in turns(rep, ("mount", "zarr")):
             if which == "mount":
                 with bench.mount(url("series")):
-                    bench.proxy.reset()
-                    ans = bench.child("preads", bench.mnt / "array", offsets, 4, bound=120)
-                    reqs[which] = bench.counted()
+                    ans, reqs[which] = bench.measured(
+                        "preads", bench.mnt / "array", offsets, 4, bound=120
+                    )
             else:
-                bench.proxy.reset()
-                ans = bench.child("zarr_series", url("series"), bench.proxy.url, y, x, bound=120)
-                reqs[which] = bench.counted()
+                ans, reqs[which] = bench.measured(
+                    "zarr_series", url("series"), bench.proxy.url, y, x, bound=120
+                )
             if ans is not None and ans["values"] != [float(i) for i in flat]:
                 raise b.BenchError(f"time series ({which}): wrong values")
             got[which].append(seconds_of(ans))
@@ -247,11 +246,7 @@ def series(bench: Bench) -> list[str]:
     mount, ref = median(got["mount"]), median(got["zarr"])
     return [
         f"time series of one point, {t} steps of chunks 1x{h}x{w} (medians of {bench.reps})",
-        row(
-            mount <= 1.5 * ref,
-            f"mount {t} preads / zarr-python arr[:, y, x]  {mount:.3f} / {ref:.3f} s "
-            f"= {mount / ref:.2f}x (<= 1.5)",
-        ),
+        ratio_row(f"mount {t} preads / zarr-python arr[:, y, x] ", mount, ref, 1.5),
         f"       requests: mount {reqs['mount']}; zarr-python {reqs['zarr']} (with its open)",
     ]
 
@@ -269,13 +264,11 @@ def tree(bench: Bench) -> list[str]:
             if which == "mount":
                 with bench.mount(url("tree")) as m:
                     mounted.append(m.mount_seconds)
-                    bench.proxy.reset()
-                    ans = bench.child("walk", bench.mnt, bound=120)
-                    reqs[which] = bench.counted()
+                    ans, reqs[which] = bench.measured("walk", bench.mnt, bound=120)
             else:
-                bench.proxy.reset()
-                ans = bench.child("zarr_tree", url("tree"), bench.proxy.url, bound=120)
-                reqs[which] = bench.counted()
+                ans, reqs[which] = bench.measured(
+                    "zarr_tree", url("tree"), bench.proxy.url, bound=120
+                )
                 if ans is not None and ans["arrays"] != TREE_GROUPS * TREE_ARRAYS:
                     raise b.BenchError(f"zarr-python found {ans['arrays']} arrays")
             got[which].append(seconds_of(ans))
@@ -284,11 +277,8 @@ def tree(bench: Bench) -> list[str]:
     n = TREE_GROUPS * TREE_ARRAYS
     return [
         f"hierarchy of {n} arrays in {TREE_GROUPS} groups, no consolidated metadata",
-        row(
-            mount <= 1.5 * ref,
-            f"ls -lR of a fresh mount / zarr-python open + members {mount:.3f} / {ref:.3f} s "
-            f"= {mount / ref:.2f}x (<= 1.5); the mount itself took {median(mounted):.2f} s",
-        ),
+        ratio_row("ls -lR of a fresh mount / zarr-python open + members", mount, ref, 1.5)
+        + f"; the mount itself took {median(mounted):.2f} s",
         f"       requests: mount {reqs['mount']}; zarr-python {reqs['zarr']}",
     ]
 
@@ -324,11 +314,7 @@ def disk_cache(bench: Bench, local: Path) -> list[str]:
     k, loc = median(got["disk"]), median(got["local"])
     return [
         f"{nbytes >> 20} MiB read whole on a fresh mount, every chunk in its disk cache",
-        row(
-            k <= 1.25 * loc,
-            f"disk-cached remount / mount of a local copy {k:.3f} / {loc:.3f} s "
-            f"= {k / loc:.2f}x (<= 1.25)",
-        ),
+        ratio_row("disk-cached remount / mount of a local copy", k, loc, 1.25),
         f"       requests of the disk-cached remount: {reqs}",
     ]
 
@@ -410,11 +396,9 @@ def _tiny_mount(
 def _tiny_zarr(
     bench: Bench, name: str, points: list[tuple[int, int]]
 ) -> tuple[list[float], list[float] | None, list[str]]:
-    bench.proxy.reset()
-    ans = bench.child(
+    ans, counted = bench.measured(
         "zarr_points", url(name), bench.proxy.url, json.dumps(points), TTL + 0.5, bound=180
     )
-    counted = bench.counted()
     if ans is None:
         return [float("inf")] * 3, None, [counted] * 3
     return ans["seconds"], ans["values"], [counted] * 3
@@ -437,16 +421,16 @@ def write(bench: Bench, direct: str) -> list[str]:
             if which == "mount":
                 with bench.mount(url("write"), mode="rw") as m:
                     c0 = b.cpu_seconds(m.pid)
-                    bench.proxy.reset()
-                    ans = bench.child("pwrite", bench.mnt / "array", WRITE_ROWS, bound=180)
-                    reqs[which] = bench.counted()
+                    ans, reqs[which] = bench.measured(
+                        "pwrite", bench.mnt / "array", WRITE_ROWS, bound=180
+                    )
                     c1 = b.cpu_seconds(m.pid)
                     if c0 is not None and c1 is not None:
                         cpu.append(c1 - c0)
             else:
-                bench.proxy.reset()
-                ans = bench.child("zarr_write", url("write"), bench.proxy.url, bound=180)
-                reqs[which] = bench.counted()
+                ans, reqs[which] = bench.measured(
+                    "zarr_write", url("write"), bench.proxy.url, bound=180
+                )
             got[which].append(seconds_of(ans))
             b.log(f"  write {which:<5} {got[which][-1]:7.3f} s  ({reqs[which]})")
             if ans is not None:
@@ -454,11 +438,8 @@ def write(bench: Bench, direct: str) -> list[str]:
     mount, ref = median(got["mount"]), median(got["zarr"])
     return [
         f"{WRITE_ROWS * d.NCOLS * 4 >> 20} MiB written into a v2 blosc-lz4 array of 4 MiB chunks",
-        row(
-            mount <= 1.25 * ref,
-            f"rw mount pwrite + fsync / zarr-python arr[...] = data {mount:.3f} / {ref:.3f} s "
-            f"= {mount / ref:.2f}x (<= 1.25); daemon {median(cpu):.2f} CPU-s",
-        ),
+        ratio_row("rw mount pwrite + fsync / zarr-python arr[...] = data", mount, ref, 1.25)
+        + f"; daemon {median(cpu):.2f} CPU-s",
         f"       requests: mount {reqs['mount']}; zarr-python {reqs['zarr']}",
     ]
 
@@ -471,16 +452,7 @@ def _fresh_write_target(direct: str) -> None:
     prefix = url("write").removeprefix("s3://")
     if fs.exists(prefix):
         fs.rm(prefix, recursive=True)
-    zarr.create_array(
-        url("write"),
-        shape=(WRITE_ROWS, d.NCOLS),
-        chunks=d.CHUNKS,
-        dtype="<f4",
-        compressors=d.DATASETS[1].codec(),
-        zarr_format=2,
-        fill_value=0.0,
-        storage_options={"endpoint_url": direct},
-    )
+    d.create_v2(url("write"), (WRITE_ROWS, d.NCOLS), storage_options={"endpoint_url": direct})
 
 
 def _check_written(direct: str, expect: np.ndarray, which: str) -> None:
@@ -571,18 +543,16 @@ def link(bench: Bench) -> list[str]:
                 if which == "mount":
                     with bench.mount(url("link")) as m:
                         c0 = b.cpu_seconds(m.pid)
-                        bench.proxy.reset()
-                        ans = bench.child("sequential", bench.mnt / "array", bound=300)
-                        reqs[which] = bench.counted()
+                        ans, reqs[which] = bench.measured(
+                            "sequential", bench.mnt / "array", bound=300
+                        )
                         c1 = b.cpu_seconds(m.pid)
                         if c0 is not None and c1 is not None:
                             cpu[which].append((c1 - c0) / (nbytes / 1e9))
                 else:
-                    bench.proxy.reset()
-                    ans = bench.child(
+                    ans, reqs[which] = bench.measured(
                         "plain_get", url("link"), bench.proxy.url, LINK_GETS, bound=300
                     )
-                    reqs[which] = bench.counted()
                     if ans is not None:
                         cpu[which].append(ans["cpu"] / (nbytes / 1e9))
                 if ans is not None and ans["bytes"] != nbytes:
@@ -640,10 +610,12 @@ def warm(bench: Bench, local: Path) -> list[str]:
     return [
         f"zarrmount warm of {nbytes >> 20} MiB (uncompressed, 4 MiB chunks) into an empty "
         "disk cache",
-        row(
-            mount <= 1.25 * ref,
-            f"zarrmount warm / {WARM_GETS} plain GETs at once {mount:.3f} / {ref:.3f} s "
-            f"= {mount / ref:.2f}x (<= 1.25; the command's start included)",
+        ratio_row(
+            f"zarrmount warm / {WARM_GETS} plain GETs at once",
+            mount,
+            ref,
+            1.25,
+            "; the command's start included",
         ),
         f"       requests: warm {reqs['warm']}; plain GET {reqs['get']}",
         outage,
@@ -678,9 +650,7 @@ def _read_through_outage(bench: Bench, disk: Path, local: Path, nbytes: int) -> 
         t0 = time.perf_counter()
         with bench.mount(url("link"), f"disk_cache={disk}", f"timeout={OUTAGE_TIMEOUT}"):
             up = time.perf_counter() - t0
-            bench.proxy.reset()
-            ans = bench.child("digest", bench.mnt / "array", bound=300)
-            reqs = bench.counted()
+            ans, reqs = bench.measured("digest", bench.mnt / "array", bound=300)
     finally:
         bench.proxy.restore()
     same = ans is not None and ans["bytes"] == nbytes and ans["sha256"] == want

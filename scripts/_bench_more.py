@@ -82,15 +82,7 @@ def case_write(args: argparse.Namespace, work: Path) -> list[str]:
 def _fresh_target(dest: Path, shape: tuple[int, ...]) -> zarr.Array:
     """An empty v2 blosc-lz4 array at ``dest``, whatever was there before."""
     shutil.rmtree(dest, ignore_errors=True)
-    return zarr.create_array(
-        str(dest),
-        shape=shape,
-        chunks=d.CHUNKS,
-        dtype="<f4",
-        compressors=d.DATASETS[1].codec(),
-        zarr_format=2,
-        fill_value=0.0,
-    )
+    return d.create_v2(dest, shape)
 
 
 def _zarr_write(arr: zarr.Array, data: np.ndarray, raw: Path) -> float:

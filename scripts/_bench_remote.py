@@ -104,16 +104,7 @@ def _upload(direct: str, rows: int) -> None:
     import s3fs
 
     s3fs.S3FileSystem(endpoint_url=direct).mkdir("bench")
-    arr = zarr.create_array(
-        URL,
-        shape=(rows, d.NCOLS),
-        chunks=d.CHUNKS,
-        dtype="<f4",
-        compressors=d.DATASETS[1].codec(),
-        zarr_format=2,
-        fill_value=0.0,
-        storage_options={"endpoint_url": direct},
-    )
+    arr = d.create_v2(URL, (rows, d.NCOLS), storage_options={"endpoint_url": direct})
     for r0 in range(0, rows, d.CHUNKS[0]):
         arr[r0 : r0 + d.CHUNKS[0]] = d.generate_block(r0, min(rows, r0 + d.CHUNKS[0]))
 

@@ -34,11 +34,11 @@ def write(path: str) -> None:
     temp = (288.0 + 30.0 * np.cos(lat2) ** 2 - 15.0 + 5.0 * np.sin(3 * lon2) * np.cos(lat2)).astype(
         np.float32
     )
-    t = climate.create_array(
+    _put(
+        climate,
         "temperature",
-        shape=temp.shape,
+        temp,
         chunks=(45, 90),
-        dtype="float32",
         compressors=numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE),
         fill_value=np.nan,
         attributes={
@@ -47,21 +47,19 @@ def write(path: str) -> None:
             "_ARRAY_DIMENSIONS": ["lat", "lon"],
         },
     )
-    t[:] = temp
 
     # climate/pressure: big-endian float64 (time, lat, lon), zstd.
     time = np.arange(4)[:, None, None]
     pres = 101325.0 + 800.0 * np.sin(2 * lat2[::4, ::4] + 0.5 * time) * np.cos(lon2[::4, ::4])
-    p = climate.create_array(
+    _put(
+        climate,
         "pressure",
-        shape=pres.shape,
+        pres.astype(">f8"),
         chunks=(1, 45, 45),
-        dtype=">f8",
         compressors=numcodecs.Zstd(level=3),
         fill_value=0.0,
         attributes={"units": "Pa", "_ARRAY_DIMENSIONS": ["time", "lat", "lon"]},
     )
-    p[:] = pres
 
     # images/rgb: uint8 (H, W, 3), zlib.
     images = root.create_group("images")
@@ -75,16 +73,15 @@ def write(path: str) -> None:
         ],
         axis=-1,
     ).astype(np.uint8)
-    r = images.create_array(
+    _put(
+        images,
         "rgb",
-        shape=rgb.shape,
+        rgb,
         chunks=(32, 64, 3),
-        dtype="uint8",
         compressors=numcodecs.Zlib(level=6),
         fill_value=0,
         attributes={"description": "gradient test image, H x W x RGB"},
     )
-    r[:] = rgb
 
     # counts: int16 with a Delta filter; only part of it is written, so the other chunks are
     # missing from the store and must read back as the fill value (-1).
@@ -114,6 +111,11 @@ def write(path: str) -> None:
     print(
         f"  counts: {len(present)} of 16 chunks stored ({', '.join(present)}); the rest are missing"
     )
+
+
+def _put(group: zarr.Group, name: str, data: np.ndarray, **kwargs) -> None:
+    """``data`` written as the array ``name`` of ``group``, of its shape and dtype."""
+    group.create_array(name, shape=data.shape, dtype=data.dtype, **kwargs)[:] = data
 
 
 def _walk(group: zarr.Group, prefix: str = ""):
