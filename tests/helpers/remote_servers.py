@@ -546,6 +546,10 @@ class FaultProxy:
         old.released.set()
         return rule
 
+    def down(self, mode: str = "drop") -> Rule:
+        """The store down for every request: ``drop`` (gone) or ``stall`` (hung)."""
+        return self.set(mode, "", methods=("GET", "HEAD", "PUT", "POST", "DELETE"))
+
     def clear(self) -> None:
         """Pass everything, no latency, empty log, peak in-flight count reset."""
         self.set("pass")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 import pytest
 from helpers.common import fault_fixture, fault_proxy_fixture
@@ -27,7 +28,6 @@ from helpers.remote_servers import (  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.mount
 
-ALL = ("GET", "HEAD", "PUT", "POST", "DELETE")
 TTL = 1  # seconds: the listings and chunks read before the outage are past it during it
 BACK_S = 30  # the most a test waits for reads to come back once the store is there
 
@@ -56,8 +56,6 @@ def _read_error(path: str) -> int | None:
 
 def _past_ttl() -> None:
     """Let every TTL of the mount run out (an outcome, not a race: nothing waits on it)."""
-    import time
-
     time.sleep(TTL + 0.5)
 
 
@@ -69,7 +67,7 @@ def test_outage_serves_what_is_known_and_ends_on_its_own(s3_data, fault, oracle,
         assert read_all(m.p("ints")) == ints  # held in the chunk cache from now on
         assert m.stats()["store_reachable"] == 1
 
-        fault.set(down, "", methods=ALL)
+        fault.down(down)
         assert _read_error(m.p("fortran")) == errno.EIO  # the request that finds it down
         assert m.wait_for_log("store unreachable") is not None
         _past_ttl()
@@ -107,7 +105,7 @@ def test_disk_cache_serves_a_fresh_mount_through_an_outage(s3_data, fault, oracl
         floats = read_all(m.p("grp/sub/floats"))
     with mounted(s3_data.v2, options, tag="outdisk2") as m:
         os.listdir(m.p("grp/sub"))  # listed while the store is there
-        fault.set("drop", "", methods=ALL)
+        fault.down("drop")
         assert read_all(m.p("grp/sub/floats")) == floats
         assert floats == expected_bytes(oracle, "v2", "grp/sub/floats", m.p("grp/sub/floats"))
         assert _read_error(m.p("ints")) == errno.EIO  # never kept: fails

@@ -24,7 +24,6 @@ from helpers.remote_servers import (  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.mount
 
-ALL = ("GET", "HEAD", "PUT", "POST", "DELETE")
 WARM_TIMEOUT_S = 120  # the most a warm may take here (outcomes only: never timed)
 DOCUMENTS = re.compile(r"(zarr\.json|\.zarray|\.zgroup|\.zattrs|\.zmetadata)$")
 
@@ -96,7 +95,7 @@ def test_a_fresh_mount_comes_up_and_reads_warmed_arrays_while_the_store_is_down(
     with mounted(url, options, tag="warmdown1") as m:
         assert _warm(m.p("grp")).returncode == 0
         expected = expected_bytes(s3_data.oracle(url), "v2", path, m.p(path))
-    fault.set("drop", "", methods=ALL)
+    fault.down("drop")
     with mounted(url, options, tag="warmdown2") as m:
         assert m.stats()["store_reachable"] == 0  # known at start: no read waits to learn it
         before = len(fault.requests)
@@ -111,7 +110,7 @@ def test_a_fresh_mount_comes_up_and_reads_warmed_arrays_while_the_store_is_down(
 def test_a_warm_with_the_store_down_fails_naming_what_it_missed(s3_data, fault, tmp_path):
     with mounted(s3_data.v2, _options(fault, tmp_path / "disk"), tag="warmfail") as m:
         os.listdir(m.p(""))
-        fault.set("drop", "", methods=ALL)
+        fault.down("drop")
         done = _warm(m.p("ints"))
         assert done.returncode != 0
         assert "failed" in done.stdout, done.stdout

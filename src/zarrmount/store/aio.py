@@ -87,7 +87,7 @@ class AsyncStore:
         deadline = request_deadline.left(own)
         start = time.perf_counter()
         try:
-            if not probe:
+            if not (probe or self.health.reachable):  # no coroutine on the usual path
                 await self.health.check()
             if deadline <= 0:
                 raise StoreError(f"{self.store.url}: the request's deadline has passed")
@@ -215,14 +215,9 @@ class AsyncStore:
             found = await trio.to_thread.run_sync(self._disk_get, part, validator, bytearray)
             if found is not None:
                 return bytes(found)
-        try:
-            value = await self._fetch_counted(self.store.get_range, key, start, length)
-        except Unreachable:
-            found = await self._stale(part, bytearray, bytes, None)
-            if found is None:
-                raise
-            return found[0]
-        if value is not None and self._on_disk(validator):
+        fetch = functools.partial(self._fetch_counted, self.store.get_range, key, start, length)
+        fetched, value = await self._fetched_or_kept(part, fetch, bytearray, bytes, None)
+        if fetched and value is not None and self._on_disk(validator):
             await trio.to_thread.run_sync(self._keep, part, validator, value)
         return value
 
@@ -235,7 +230,7 @@ class AsyncStore:
         self, part: Part, validator: str | None, buffer_for, stale: bool = False
     ) -> memoryview | None:
         try:
-            return self.disk.get(part, None if stale else validator, buffer_for, stale)
+            return self.disk.get(part, validator, buffer_for, stale)
         except Exception:  # the disk cache never fails a read
             log.exception("disk cache: reading %s failed", part.key)
             return None
@@ -360,13 +355,10 @@ class AsyncStore:
             )
             if found is not None:
                 return found[0]
-        try:
-            raw = await self._fetch_counted(self.store.get_buffer, key)
-        except Unreachable:
-            found = await self._stale(part, buffer_for, use, limiter)
-            if found is None:
-                raise
-            return found[0]
+        fetch = functools.partial(self._fetch_counted, self.store.get_buffer, key)
+        fetched, raw = await self._fetched_or_kept(part, fetch, buffer_for, use, limiter)
+        if not fetched:
+            return raw  # what the disk cache kept, used
         if raw is None:
             return None
         if self._on_disk(validator):
@@ -381,14 +373,20 @@ class AsyncStore:
         raw = self._disk_get(part, validator, buffer_for, stale)
         return None if raw is None else (use(raw),)
 
-    async def _stale(self, part: Part, buffer_for, use, limiter) -> tuple[object] | None:
-        """What the disk cache holds of ``part``, whatever its version: the store is
-        unreachable, and what was known stays usable (HTTP's stale-if-error)."""
-        if self.disk is None:
-            return None
-        return await trio.to_thread.run_sync(
-            self._disk_use, part, None, buffer_for, use, True, limiter=limiter
-        )
+    async def _fetched_or_kept(self, part: Part, fetch, buffer_for, use, limiter):
+        """``(True, await fetch())``; with the store unreachable, ``(False, use(kept))``
+        where the disk cache holds ``part`` in any version (what was known stays usable:
+        HTTP's stale-if-error), else Unreachable."""
+        try:
+            return True, await fetch()
+        except Unreachable:
+            if self.disk is not None:
+                found = await trio.to_thread.run_sync(
+                    self._disk_use, part, None, buffer_for, use, True, limiter=limiter
+                )
+                if found is not None:
+                    return False, found[0]
+            raise
 
     def _keep_use(self, part: Part, validator, raw: bytes, use):
         self._keep(part, validator, raw)
