@@ -1,5 +1,5 @@
 import sys
 
-from zarrmount.cli import main
+from zarrmount.command import main
 
 sys.exit(main())

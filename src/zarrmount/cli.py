@@ -320,10 +320,7 @@ def _mountpoint(args: argparse.Namespace, found: config.MountConfig | None, what
 
 
 def run(argv: list[str]) -> int:
-    if argv[:1] == ["warm"]:
-        from zarrmount import warming
-
-        return warming.run(argv[1:])
+    """Every subcommand but ``warm`` (``zarrmount.command``)."""
     args = _parser().parse_args(argv)
     found = _config(args)
     if args.inspect:
@@ -348,16 +345,3 @@ def run(argv: list[str]) -> int:
     if args.foreground or args.ready_fd is not None:
         return _serve(source, mountpoint, options, args)
     return _spawn(source, mountpoint, options, args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(sys.argv[1:] if argv is None else argv)
-    except CommandError as e:
-        print(f"zarrmount: {e}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # --inspect | head: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
-        return 1
-    except KeyboardInterrupt:
-        return 130

@@ -25,7 +25,8 @@ from zarrmount.errors import CommandError
 from zarrmount.fuse import records
 
 POLL_S = 0.2  # between two looks at the progress, at most
-FIRST_POLL_S = 0.02  # the first look: a job of a few chunks is over at once
+FIRST_POLL_S = 0.02  # between two looks, at least: a job of a few chunks is over at once
+LATE_SHARE = 0.05  # a job's end is seen at most this share of its time late
 BAR_WIDTH = 30
 
 
@@ -121,7 +122,6 @@ def _start(mountpoint: str, path: str) -> None:
 
 
 def _wait(mountpoints: list[str], started: float, tty: bool) -> Totals:
-    pause = FIRST_POLL_S
     while True:
         totals = Totals()
         for mountpoint in mountpoints:
@@ -132,8 +132,8 @@ def _wait(mountpoints: list[str], started: float, tty: bool) -> Totals:
             if tty:
                 print()
             return totals
-        time.sleep(pause)
-        pause = min(pause * 2, POLL_S)
+        late = (time.monotonic() - started) * LATE_SHARE
+        time.sleep(min(POLL_S, max(FIRST_POLL_S, late)))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -158,7 +158,10 @@ class Warming:
                 progress.fail(node.path or "/", e)
                 return
             progress.units += len(units)
-            for unit, validator in list(units.items()):
+            missing = await trio.to_thread.run_sync(_missing, array.source, units)
+            progress.held += len(units) - len(missing)
+            progress.done += len(units) - len(missing)
+            for unit, validator in missing:
                 await send.send((array, unit, validator))
 
     def _array(self, node: ArrayNode) -> _Array:
@@ -178,13 +181,9 @@ class Warming:
     async def _unit(
         self, source: ChunkSource, unit: Coords, validator: str, progress: Progress
     ) -> None:
-        """Keep ``unit`` on disk as of ``validator`` unless it is there already."""
+        """Keep ``unit`` on disk as of ``validator``."""
         store, key = source.store, source.grid.key(unit)
         sharded = source.grid.sharding is not None
-        start, length = source.shards.index_range() if sharded else (0, None)
-        if await trio.to_thread.run_sync(store.holds, key, start, length, validator):
-            progress.held += 1
-            return
         try:
             raw = await store.get(key)
         except StoreError as e:
@@ -196,3 +195,12 @@ class Warming:
             key, validator, raw, source.shards.pieces if sharded else whole_object
         )
         progress.bytes += len(raw)
+
+
+def _missing(source: ChunkSource, units: dict[Coords, str]) -> list[tuple[Coords, str]]:
+    """The units of ``units`` (with their validators) the disk cache does not hold as of
+    those validators: looked at in one go, before any is fetched (blocking)."""
+    sharded = source.grid.sharding is not None
+    start, length = source.shards.index_range() if sharded else (0, None)
+    key, holds = source.grid.key, source.store.holds
+    return [(u, v) for u, v in units.items() if not holds(key(u), start, length, v)]
