@@ -4,6 +4,7 @@ go back to the pool (drop-behind)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import math
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 # touching many chunks queues their decoding (as it would have done in the foreground),
 # but not without bound; a chunk skipped is read in part again, and may follow next time.
 FOLLOW_LIMIT = 64
-# The least read-ahead, in chunks, unless a slab is more (the most: a quarter of the
+# The least read-ahead, in chunks, unless two slabs are more (the most: a quarter of the
 # cache); between the two it follows the measured pace of the reader and of the loads
 # (cache/prefetch.py).
 LEAST_CHUNKS = 4
@@ -37,7 +38,15 @@ LEAST_STRIDES = 8
 class Prefetcher:
     """Loads chunks in the background: ahead of a sequential or a strided reader (at most
     WIDE loads of this array under way: a reader faster than the store must not pile up
-    tasks), and those read in part."""
+    tasks), and those read in part.
+
+    Ahead of a sequential reader, the window's last slab waits in a queue, each load that
+    ends starting the next. A reader needs a slab's chunks all together, and loads started
+    together share the link and end together: were every window started at once, the
+    link would idle between windows while the last loads of one trickled in and the next
+    made their first round trip. Started as others end, loads are at every stage, and the
+    link stays busy.
+    """
 
     def __init__(self, source: ChunkSource, background: Background, ahead: bool = True) -> None:
         meta = source.meta
@@ -45,7 +54,12 @@ class Prefetcher:
         # a request crosses every chunk of a slab (one row of chunks along the first axis):
         # a reader entering the next slab needs all of its chunks, so at least a slab ahead
         slab = meta.chunks[0] * math.prod(meta.shape[1:]) * meta.itemsize if meta.shape else 0
-        self.model = ReadAhead(meta.nbytes, most, max(LEAST_CHUNKS * meta.chunk_nbytes, slab))
+        least = max(LEAST_CHUNKS * meta.chunk_nbytes, 2 * slab)  # the next slab while in one
+        self.model = ReadAhead(meta.nbytes, most, least)
+        self.slab = slab
+        self._queue: collections.deque[Coords] = collections.deque()
+        self._width = WIDE  # loads of the queue under way at most
+        self._reader_at = 0  # the element a sequential reader reached
         strides = min(WIDE, most // max(meta.chunk_nbytes, 1))
         self.strides = StrideReadAhead(meta.nbytes, strides, LEAST_STRIDES)
         self.pace = Pace(self.model, self.strides)
@@ -64,6 +78,7 @@ class Prefetcher:
         if not self.ahead:
             return
         isz = self.source.meta.itemsize
+        self._reader_at = offset // isz
         if ahead is not None:
             self.background.start_soon(self._ahead, ahead[0] // isz, -(-ahead[1] // isz))
         self._along(self.strides.observe(offset, end), isz)
@@ -82,7 +97,7 @@ class Prefetcher:
         """Load the chunks of the byte ranges a strided reader reads next."""
         shape, chunks = self.source.meta.shape, self.source.meta.chunks
         for offset, end in ranges:
-            self._load(chunks_touched(shape, chunks, offset // isz, -(-end // isz)))
+            self._load(chunks_touched(shape, chunks, offset // isz, -(-end // isz)), WIDE)
 
     async def _ahead(self, first: int, last: int) -> None:
         """Load the chunks of elements ``[first, last)`` into the cache, in walk order: at
@@ -90,17 +105,25 @@ class Prefetcher:
         meta = self.source.meta
         count = functools.partial(count_touched, meta.shape, meta.chunks)
         last = next(pieces(first, last, count, WIDE), (first, first))[1]
-        self._load(chunks_touched(meta.shape, meta.chunks, first, last))
+        per_chunk = max(meta.chunk_nbytes, 1)
+        width = max(LEAST_CHUNKS, (self.model.window - self.slab) // per_chunk)
+        self._load(chunks_touched(meta.shape, meta.chunks, first, last), width)
 
-    def _load(self, chunks: list[Coords]) -> None:
-        """Start a load of each of ``chunks`` neither cached nor loading, each its own task
-        so that their round trips overlap, while fewer than WIDE are under way."""
-        cache = self.source.cache
-        for coords in chunks:
-            if self._following >= WIDE:
-                return
-            key = self.source.key(coords)
-            if cache.peek(key) is None and not cache.loading(key):
+    def _load(self, chunks: list[Coords], width: int) -> None:
+        """Load each of ``chunks`` (its own task, so that round trips overlap): ``width``
+        under way at most, the rest queued behind them (WIDE at most)."""
+        self._width = width
+        self._queue.extend(chunks[: WIDE - len(self._queue)])
+        self._next()
+
+    def _next(self) -> None:
+        """Start queued loads while fewer than ``width`` are under way, of chunks neither
+        cached nor loading nor left behind by the reader."""
+        cache, key, meta = self.source.cache, self.source.key, self.source.meta
+        while self._queue and self._following < self._width:
+            coords = self._queue.popleft()
+            behind = last_element(meta.shape, meta.chunks, coords) < self._reader_at
+            if not behind and cache.peek(key(coords)) is None and not cache.loading(key(coords)):
                 self._start(coords)
 
     async def _follow(self, coords: Coords) -> None:
@@ -114,6 +137,7 @@ class Prefetcher:
                 self.pace.loaded(trio.current_time() - start)
         finally:
             self._following -= 1
+            self._next()
 
     def drop_behind(self, plan: dict, last: int, steps: list[int]) -> None:
         """A streaming reader never comes back (the page cache serves rereads): give the
@@ -129,3 +153,11 @@ class Prefetcher:
             if rows_end < last and source.grid.chunk_end(coords, steps) < last:
                 source.cache.release(source.key(coords))
                 source.revalidation.files.forget(source.file_key(coords))
+
+
+def last_element(shape: tuple[int, ...], chunks: tuple[int, ...], coords: Coords) -> int:
+    """The C-order index of the chunk's last element in the array."""
+    index = 0
+    for n, c, i in zip(shape, chunks, coords, strict=True):
+        index = index * n + min((i + 1) * c, n) - 1
+    return index
