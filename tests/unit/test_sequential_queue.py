@@ -79,30 +79,10 @@ async def _settle() -> None:
     await trio.testing.wait_all_tasks_blocked()
 
 
-def test_the_windows_last_slab_starts_as_the_loads_before_it_end():
-    async def main():
-        array, background = _Array(), Background()
-        async with trio.open_nursery() as nursery:
-            background.nursery = nursery
-            prefetch = Prefetcher(array, background)
-            assert prefetch.model.window == 2 * 8 * array.meta.chunk_nbytes  # two slabs
-            row_bytes = SHAPE[1] * 4
-            for k in range(3):  # sequential from the first byte: the window is asked
-                prefetch.observe(k * row_bytes, (k + 1) * row_bytes)
-            await _settle()
-            assert sorted(array.started) == _slab(0)  # the first slab; the second one waits
-            for n, coords in enumerate(_slab(0)):
-                array.finish(coords)
-                await _settle()
-                assert sorted(array.started) == _slab(0) + _slab(1)[: n + 1]  # one for one
-            for coords in _slab(1):
-                array.finish(coords)
-            nursery.cancel_scope.cancel()
+def _streaming(body) -> None:
+    """``body(array, prefetch)`` once a reader read the first three rows in order (the
+    window asked for); loads still under way after it are cancelled."""
 
-    trio.run(main)
-
-
-def test_queued_chunks_the_reader_passed_or_that_are_held_are_not_loaded():
     async def main():
         array, background = _Array(), Background()
         async with trio.open_nursery() as nursery:
@@ -112,16 +92,33 @@ def test_queued_chunks_the_reader_passed_or_that_are_held_are_not_loaded():
             for k in range(3):
                 prefetch.observe(k * row_bytes, (k + 1) * row_bytes)
             await _settle()
-            array.cache.held.add(array.key(_slab(1)[0]))  # the reader loaded it itself
-            passed = (last_element(SHAPE, CHUNKS, _slab(1)[1]) + 1) * 4
-            prefetch.observe(passed, passed + 4)  # the reader is past the next one
-            for coords in _slab(0):
-                array.finish(coords)
-            await _settle()
-            # eight under way again: the rest of the window reaches into the third slab
-            assert sorted(array.started) == _slab(0) + _slab(1)[2:] + _slab(2)[:2]
-            for coords in _slab(1)[2:] + _slab(2)[:2]:
-                array.finish(coords)
+            await body(array, prefetch)
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_the_windows_last_slab_starts_as_the_loads_before_it_end():
+    async def body(array, prefetch):
+        assert prefetch.model.window == 2 * 8 * array.meta.chunk_nbytes  # two slabs
+        assert sorted(array.started) == _slab(0)  # the first slab; the second one waits
+        for n, coords in enumerate(_slab(0)):
+            array.finish(coords)
+            await _settle()
+            assert sorted(array.started) == _slab(0) + _slab(1)[: n + 1]  # one for one
+
+    _streaming(body)
+
+
+def test_queued_chunks_the_reader_passed_or_that_are_held_are_not_loaded():
+    async def body(array, prefetch):
+        array.cache.held.add(array.key(_slab(1)[0]))  # the reader loaded it itself
+        passed = (last_element(SHAPE, CHUNKS, _slab(1)[1]) + 1) * 4
+        prefetch.observe(passed, passed + 4)  # the reader is past the next one
+        for coords in _slab(0):
+            array.finish(coords)
+        await _settle()
+        # eight under way again: the rest of the window reaches into the third slab
+        assert sorted(array.started) == _slab(0) + _slab(1)[2:] + _slab(2)[:2]
+
+    _streaming(body)
