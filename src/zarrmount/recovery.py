@@ -174,15 +174,14 @@ async def replay(journal: Journal, fs: Filesystem, arrays: Arrays) -> None:
 async def checkpoint(journal: Journal, arrays: Arrays) -> bool:
     """Seal the active segment, store every dirty chunk (and commit it, where a store
     keeps only what is committed), then delete the sealed segments: whatever they hold is
-    in the store. False (segments kept) when storing failed."""
+    in the store. False (segments kept) when storing or deleting failed."""
     journal.seal()
     done = list(journal.sealed)
     if not done:
         return True
     if await arrays.flush_all(durable=arrays.shared.store.transactional):
         return False
-    journal.discard(done)
-    return True
+    return journal.discard(done)
 
 
 async def keep(journal: Journal, arrays: Arrays, cache: ChunkCache) -> None:

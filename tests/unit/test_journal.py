@@ -7,6 +7,7 @@ import errno
 import io
 import itertools
 import os
+from pathlib import Path
 
 import pytest
 import trio
@@ -134,6 +135,55 @@ def test_a_failed_append_leaves_no_part_of_its_entry(tmp_path, monkeypatch):
     again = Journal.open(tmp_path, "/store")
     (segment,) = again.pending
     assert _found(_entries(again, segment)) == ([("a", 0, b"kept")], [])
+
+
+def test_a_segment_that_cannot_be_emptied_keeps_those_after_it(tmp_path, monkeypatch):
+    """Its disk read-only, a sealed segment stays with every later one (a replay applies
+    them all, in order), and the next discard tries it again first."""
+    journal = Journal.open(tmp_path, "/store", segment_bytes=100)
+    for i in range(3):
+        journal.append("a", "<f4[3]", i, b"x" * 100)  # each fills a segment
+    first, second, third = journal.sealed
+    real = Path.rename
+
+    def read_only(self, target):
+        if self == second:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", read_only)
+    assert not journal.discard([first, second, third])
+    assert journal.sealed == [second, third] and second.exists() and third.exists()
+    monkeypatch.setattr(Path, "rename", real)
+    assert journal.discard(list(journal.sealed))
+    assert not journal.sealed and not second.exists()
+    journal.close(stored=True)
+
+
+def test_a_spare_that_cannot_be_renewed_stays_a_spare(tmp_path, monkeypatch):
+    """A full disk refuses the new segment's header: the append fails, no file is left
+    open, and the spare is used by the next append."""
+    journal = Journal.open(tmp_path, "/store", segment_bytes=100)
+    journal.append("a", "<f4[3]", 0, b"x" * 100)
+    journal.discard(list(journal.sealed))
+    (spare,) = journal._spares
+    real = os.pwrite
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(OSError):
+        journal.append("a", "<f4[3]", 4, b"lost")
+    assert journal._spares == [spare] and journal._fd is None
+    monkeypatch.setattr(os, "pwrite", real)
+    journal.append("a", "<f4[3]", 8, b"kept")
+    assert not journal._spares and not spare.exists()
+    journal.close(stored=False)
+    again = Journal.open(tmp_path, "/store")
+    (segment,) = again.pending
+    assert _found(_entries(again, segment)) == ([("a", 8, b"kept")], [])
+    again.close(stored=True)
 
 
 def _entries(journal: Journal, segment) -> bytes:

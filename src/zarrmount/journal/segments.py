@@ -103,6 +103,7 @@ class Journal:
         self.on_full: Callable[[], None] = lambda: None
         self.entries = 0
         self.written = 0  # bytes of data journaled
+        self._stuck = False  # the last discard could not empty a segment
 
     @classmethod
     def open(cls, root: Path, url: str, segment_bytes: int = SEGMENT_BYTES) -> Journal:
@@ -145,18 +146,22 @@ class Journal:
     def _begin(self) -> None:
         """The next segment: a spare renewed (its header first, then its name), or a new
         file."""
-        number, self._next = self._next, self._next + 1
+        number = self._next
         path = self.directory / f"{number:08d}{SUFFIX}"
-        header = segment_header(number, 0)
-        if self._spares:
-            spare = self._spares.pop()
-            fd = os.open(spare, os.O_WRONLY)
-            os.pwrite(fd, header, 0)
-            os.rename(spare, path)
-        else:
+        spare = self._spares[-1] if self._spares else None
+        if spare is None:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.pwrite(fd, header, 0)
-        self._fd, self._active, self._number = fd, path, number
+        else:
+            fd = os.open(spare, os.O_WRONLY)
+        try:  # refused (a full or read-only disk): the spare stays one, no file left open
+            os.pwrite(fd, segment_header(number, 0), 0)
+            if spare is not None:
+                os.rename(spare, path)
+                self._spares.pop()
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._active, self._number, self._next = fd, path, number, number + 1
 
     def seal(self) -> None:
         """Start a new segment with the next write; the active one waits for a checkpoint."""
@@ -166,19 +171,34 @@ class Journal:
         self.sealed.append(self._active)
         self._fd, self._active, self.active_bytes = None, None, 0
 
-    def discard(self, segments: list[Path]) -> None:
+    def discard(self, segments: list[Path]) -> bool:
         """Empty ``segments``, what they hold being stored: kept as spares (SPARES at
-        most), the others deleted."""
+        most), the others deleted. One that cannot be (a read-only disk) is kept with all
+        after it, for a later checkpoint (False): a replay never applies an older segment
+        without the newer ones. Logged once until a discard succeeds again."""
+        gone = set()
         for segment in segments:
-            if len(self._spares) < SPARES and segment.exists():
-                spare = self.directory / f"{SPARE_PREFIX}{_number(segment)}"
-                segment.rename(spare)
-                self._spares.append(spare)
-            else:
-                segment.unlink(missing_ok=True)
-        gone = set(segments)
+            try:
+                self._empty(segment)
+            except OSError as e:
+                if not self._stuck:
+                    log.error("journal %s: cannot empty it (kept, tried again): %s", segment, e)
+                self._stuck = True
+                break
+            gone.add(segment)
+        else:
+            self._stuck = False
         self.sealed = [s for s in self.sealed if s not in gone]
         self.pending = [s for s in self.pending if s not in gone]
+        return not self._stuck
+
+    def _empty(self, segment: Path) -> None:
+        if len(self._spares) < SPARES and segment.exists():
+            spare = self.directory / f"{SPARE_PREFIX}{_number(segment)}"
+            segment.rename(spare)
+            self._spares.append(spare)
+        else:
+            segment.unlink(missing_ok=True)
 
     def entries_in(self, segment: Path, f: BinaryIO) -> int | None:
         """Where the entries of ``segment`` (open as ``f``) end, ``f`` put where they begin
@@ -217,12 +237,21 @@ class Journal:
         """Close; when everything written was ``stored``, delete the segments (and the
         directory, unless refused entries are kept in it)."""
         self.seal()
-        if stored:
-            for segment in self.pending + self.sealed + self._spares:
-                segment.unlink(missing_ok=True)
-            self.pending, self.sealed, self._spares = [], [], []
-            rest = {p.name for p in self.directory.iterdir()} - {STORE_FILE}
-            if not rest:
-                (self.directory / STORE_FILE).unlink(missing_ok=True)
-                self.directory.rmdir()
-        os.close(self._lock_fd)
+        try:
+            if stored:
+                self._delete()
+        except OSError as e:  # a read-only disk: the next mount replays them, in order
+            log.error("journal %s: cannot delete it: %s", self.directory, e)
+        finally:
+            os.close(self._lock_fd)
+
+    def _delete(self) -> None:
+        """Every segment goes, in order (one left keeps those after it), then the
+        directory unless something else is in it."""
+        for segment in self.pending + self.sealed + self._spares:
+            segment.unlink(missing_ok=True)
+        self.pending, self.sealed, self._spares = [], [], []
+        rest = {p.name for p in self.directory.iterdir()} - {STORE_FILE}
+        if not rest:
+            (self.directory / STORE_FILE).unlink(missing_ok=True)
+            self.directory.rmdir()
