@@ -72,6 +72,7 @@ class Mount(Shared):
             }
             | self._disk_statistics()
             | self._journal_statistics()
+            | self.arrays.refusals.statistics()
             | self._fault_statistics()
         )
 

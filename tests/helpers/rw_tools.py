@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numcodecs
 import numpy as np
+import pytest
 import zarr
 
 from helpers import mounting
@@ -356,16 +357,11 @@ def lazy_unmount_dead(mnt: str) -> None:
 
 
 @contextlib.contextmanager
-def tmpfs(size: str, tag: str = "tmpfs") -> Iterator[str]:
-    """A fresh tmpfs of ``size`` mounted on a new directory under /tmp; always unmounted."""
+def _mounted_filesystem(args: Sequence[str], tag: str) -> Iterator[str]:
+    """``mount ARGS DIR`` on a new directory under /tmp; always unmounted."""
     path = tempfile.mkdtemp(prefix=f"zarrmount-it-{tag}-", dir="/tmp")
     try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
+        subprocess.run(["mount", *args, path], check=True, capture_output=True, timeout=30)
         try:
             yield path
         finally:
@@ -380,6 +376,45 @@ def tmpfs(size: str, tag: str = "tmpfs") -> Iterator[str]:
         if not mounting.is_mounted(path):
             with contextlib.suppress(OSError):
                 os.rmdir(path)
+
+
+def tmpfs(size: str, tag: str = "tmpfs") -> contextlib.AbstractContextManager[str]:
+    """A fresh tmpfs of ``size`` mounted on a new directory under /tmp; always unmounted."""
+    return _mounted_filesystem(["-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs"], tag)
+
+
+@contextlib.contextmanager
+def failing_ext4(mib: int, tag: str = "ext4") -> Iterator[str]:
+    """A fresh ext4 of ``mib`` MiB in an image on a loop device, mounted ``errors=remount-ro``:
+    :func:`fail_disk` makes it read-only at once, files open for writing included, as an
+    error of its disk does (``mount -o remount,ro`` refuses while a file is open for
+    writing)."""
+    with tempfile.NamedTemporaryFile(prefix=f"zarrmount-it-{tag}-", dir="/tmp") as image:
+        image.truncate(mib << 20)
+        subprocess.run(["mkfs.ext4", "-q", "-F", image.name], check=True, capture_output=True)
+        with _mounted_filesystem(["-o", "loop,errors=remount-ro", image.name], tag) as path:
+            yield path
+
+
+def disk_error_trigger(path: str) -> str | None:
+    """The file that reports an error of the ext4 mounted at ``path`` (None: this kernel
+    has none)."""
+    source = subprocess.run(
+        ["findmnt", "-no", "SOURCE", path], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    trigger = f"/sys/fs/ext4/{os.path.basename(source)}/trigger_fs_error"
+    return trigger if os.path.exists(trigger) else None
+
+
+def fail_disk(path: str) -> None:
+    """An error of the disk of :func:`failing_ext4` ``path``: read-only from now on."""
+    trigger = disk_error_trigger(path)
+    assert trigger is not None, f"no ext4 error trigger for {path}"
+    with open(trigger, "w") as f:
+        f.write("zarrmount test\n")
+    # newer kernels keep the mount's flags and refuse every write (EROFS)
+    with pytest.raises(OSError, match="Read-only"), open(os.path.join(path, "probe"), "wb"):
+        pass
 
 
 def fill_filesystem(directory: str, name: str = "filler") -> str:

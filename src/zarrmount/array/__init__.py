@@ -12,6 +12,7 @@ import numpy as np
 
 from zarrmount.array.byteorder import Swapped, shown_dtype
 from zarrmount.array.reader import ArrayReader
+from zarrmount.array.refusals import Refusals
 from zarrmount.array.shared import Shared
 from zarrmount.array.text import ChunkLines, FileLines, TextArray, TooLong
 from zarrmount.array.writer import ArrayWriter
@@ -47,6 +48,7 @@ class Arrays:
         self.byteorder = byteorder  # of the bytes array files show (-o byteorder)
         self.text_max = text_max  # the most text an array of strings may show (-o text_max)
         self.journal = journal  # writes are kept there until stored (-o journal)
+        self.refusals = Refusals()  # writes refused after they began, for --stats
         self._writable: list[ArrayWriter] = []
 
     def dtype(self, meta: ArrayMeta) -> np.dtype:
@@ -107,6 +109,7 @@ class Arrays:
             self.shared,
             write_empty_chunks=self.write_empty_chunks,
             dirty_limit=max(self.dirty_limit, node.meta.chunk_nbytes),
+            refusals=self.refusals,
             journal=self.journal,
         )
         self._writable.append(array)

@@ -12,6 +12,7 @@ import errno
 import functools
 import logging
 import math
+import os
 import time
 from collections.abc import Hashable
 
@@ -20,6 +21,7 @@ import trio
 
 from zarrmount.array.grid import WIDE, Coords
 from zarrmount.array.reader import ArrayReader
+from zarrmount.array.refusals import Refusals, Refused, kind_of
 from zarrmount.array.write_behind import WriteBehind
 from zarrmount.codecs.base import is_fill
 from zarrmount.errors import FsError
@@ -71,6 +73,28 @@ class _Waiting:
         self.error: int | None = None
 
 
+class _Held:
+    """A chunk a write will patch: the cache's writable copy (no ``buffer``), or a private
+    one in a pool ``buffer``, made at the unit's ``generation``, that enters the cache
+    only once the write is accepted (``unloaded``: begun without loading, a mask to keep)."""
+
+    __slots__ = ("coords", "chunk", "buffer", "generation", "unloaded")
+
+    def __init__(
+        self,
+        coords: Coords,
+        chunk: np.ndarray,
+        buffer: np.ndarray | None = None,
+        generation: int = 0,
+        unloaded: bool = False,
+    ) -> None:
+        self.coords = coords
+        self.chunk = chunk
+        self.buffer = buffer
+        self.generation = generation
+        self.unloaded = unloaded
+
+
 class ArrayWriter(ArrayReader):
     """An array read and written; the owner of its dirty chunks in the cache."""
 
@@ -81,6 +105,7 @@ class ArrayWriter(ArrayReader):
         *args,
         write_empty_chunks: bool = False,
         dirty_limit: int,
+        refusals: Refusals,
         journal: Journal | None = None,
         **kwargs,
     ):
@@ -89,6 +114,7 @@ class ArrayWriter(ArrayReader):
         self.journal = journal  # where each write goes before it is acknowledged
         self.identity = identity(self.meta.dtype.str, self.meta.shape)
         self.dirty_limit = dirty_limit
+        self.refusals = refusals  # the mount's count of refused writes
         self.mtime_ns = time.time_ns()
         self.error: int | None = None  # from a failed write-back, for the next fsync/close
         self.failed_at: float | None = None  # when a write-back last failed (retry pacing)
@@ -99,8 +125,75 @@ class ArrayWriter(ArrayReader):
 
     # -- writes ------------------------------------------------------------------
 
-    async def _writable(self, coords: Coords, copies: list[Copy]) -> np.ndarray:
-        """A private, writable copy of the chunk in the cache, waiting out write-backs."""
+    async def write(self, offset: int, data: bytes) -> int:
+        """Write ``data`` at ``offset``; the size never changes (EFBIG past it). A piece
+        at a time, each applied only once accepted (journaled, within the dirty limit):
+        a refusal after the first piece is a short write of the pieces before it."""
+        end = offset + len(data)
+        if end > self.size:
+            raise FsError(errno.EFBIG, f"write of {len(data)} bytes at {offset} past the end")
+        if not data:
+            return 0
+        isz = self.meta.itemsize
+        first, last = offset // isz, -(-end // isz)
+        src = (await whole_elements(self.read, isz, offset, data)).view(self.source.raw)
+        count = functools.partial(count_touched, self.meta.shape, self.meta.chunks)
+        view, accepted, touched = memoryview(data), offset, []
+        try:
+            for lo, hi in pieces(first, last, count, WIDE):  # bounded plans over tiny chunks
+                upto = min(end, hi * isz)
+                await self._relieve()
+                plan = self._planner.plan(lo, hi)
+                held = await self._hold(plan)
+                self._accept(held, accepted, view[accepted - offset : upto - offset])
+                self._apply(held, plan, src[lo - first : hi - first])
+                touched += plan
+                accepted = upto
+        except (Refused, FsError) as e:
+            self._refused(e, offset, accepted, end)
+        else:
+            self.refusals.accepted()
+        self.mtime_ns = time.time_ns()
+        self.behind.observe(offset, accepted, touched)
+        return accepted - offset
+
+    async def _relieve(self) -> None:
+        """Back-pressure: above the dirty limit, the oldest dirty chunks are stored first;
+        the write is refused when they cannot be."""
+        failed = await self.cache.relieve(self.dirty_limit)
+        if failed is not None:
+            raise Refused("dirty data at its limit cannot be stored", failed, os.strerror(failed))
+
+    def _refused(self, error: Refused | FsError, offset: int, accepted: int, end: int) -> None:
+        """Counted and logged; raised again when nothing of the write was accepted."""
+        if not isinstance(error, Refused):  # a chunk it patches could not be read
+            error = Refused("a chunk it writes could not be read", error.errno, str(error))
+        self.refusals.refused(error, self.path, end - accepted, accepted - offset)
+        if accepted == offset:
+            raise FsError(error.errno, str(error)) from error
+
+    async def _hold(self, plan: dict[Coords, list[Copy]]) -> list[_Held]:
+        """Writable copies of the chunks of ``plan``, all still good after the last await
+        (none of their units being written back, none replaced): what a write applies
+        with no await after its journal entry. Its private copies go back to the pool
+        when it is refused or cancelled."""
+        while True:
+            held: list[_Held] = []
+            try:
+                for coords, copies in plan.items():
+                    held.append(await self._writable(coords, copies))
+            except BaseException:
+                self._release_held(held)
+                raise
+            if all(self._still_good(h) for h in held):
+                return held
+            self._release_held(held)  # the cache moved on while we waited: again
+
+    async def _writable(self, coords: Coords, copies: list[Copy]) -> _Held:
+        """The chunk's writable copy in the cache, or a private one made for this write
+        (loaded and copied, or fill), waiting out write-backs. A private copy enters the
+        cache only when the write is accepted: until then readers and write-backs see the
+        chunk as it was."""
         source = self.source
         key, unit = source.key(coords), source.grid.unit(coords)
         written = sum(math.prod(s.stop - s.start for s in c.chunk_sel) for c in copies)
@@ -108,7 +201,7 @@ class ArrayWriter(ArrayReader):
             await source.states.idle(unit)
             entry = self.cache.entry(key)
             if entry is not None and entry.mutable:
-                return entry.value
+                return _Held(coords, entry.value)
             inside = source.grid.inside(coords)
             old, pinned = None, None
             unloaded = written < inside and self._begins_unloaded(key, copies)
@@ -120,19 +213,42 @@ class ArrayWriter(ArrayReader):
                 entry = self.cache.entry(key)
                 if entry is not None and entry.mutable:
                     continue  # another writer made its copy first: use that one
-                self.cache.reserve(self.meta.chunk_nbytes)
-                buffer = source.pool.take(self.meta.chunk_nbytes)
-                chunk = buffer.view(source.raw).reshape(self.meta.chunks)
-                if old is not None:
-                    chunk[...] = old
-                elif inside < chunk.size or unloaded:
-                    chunk[...] = source.fill  # edge chunk: keep fill in the padding
-                if unloaded:
-                    source.unloaded.begin(coords, self.meta.chunks, source.grid.extent(coords))
+                return self._private(coords, old, inside < math.prod(self.meta.chunks), unloaded)
             finally:
                 self.cache.unpin(pinned)
-            self.cache.put_dirty(key, chunk, chunk.nbytes, self, buffer)
-            return chunk
+
+    def _private(self, coords: Coords, old: np.ndarray | None, edge: bool, unloaded: bool) -> _Held:
+        """A copy of the chunk in a pool buffer: ``old``'s elements, else fill where the
+        write leaves any (an edge chunk's padding, or a chunk begun unloaded)."""
+        source = self.source
+        self.cache.reserve(self.meta.chunk_nbytes)
+        buffer = source.pool.take(self.meta.chunk_nbytes)
+        chunk = buffer.view(source.raw).reshape(self.meta.chunks)
+        if old is not None:
+            chunk[...] = old
+        elif edge or unloaded:
+            chunk[...] = source.fill
+        generation = source.states.generation(source.grid.unit(coords))
+        return _Held(coords, chunk, buffer, generation, unloaded)
+
+    def _still_good(self, held: _Held) -> bool:
+        """``held`` may take the write now: its unit is not being written back, and the
+        cache's copy is the one held, or (a private copy) the cache has none and the unit
+        was not stored since the copy was made."""
+        source = self.source
+        unit = source.grid.unit(held.coords)
+        if source.states.busy(unit):
+            return False
+        entry = self.cache.entry(source.key(held.coords))
+        if held.buffer is None:
+            return entry is not None and entry.value is held.chunk
+        mine = entry is None or not entry.mutable
+        return mine and source.states.generation(unit) == held.generation
+
+    def _release_held(self, held: list[_Held]) -> None:
+        for h in held:
+            if h.buffer is not None:
+                self.source.pool.give(h.buffer)
 
     def _begins_unloaded(self, key: Hashable, copies: list[Copy]) -> bool:
         """A write from the chunk's first element on, of a chunk nobody holds: a writer
@@ -141,44 +257,28 @@ class ArrayWriter(ArrayReader):
             return False  # held (clean) or on its way: patched as it is
         return any(all(s.start == 0 for s in c.chunk_sel) for c in copies)
 
-    async def write(self, offset: int, data: bytes) -> int:
-        """Write ``data`` at ``offset``; the size never changes (EFBIG past it)."""
-        end = offset + len(data)
-        if end > self.size:
-            raise FsError(errno.EFBIG, f"write of {len(data)} bytes at {offset} past the end")
-        if not data:
-            return 0
-        failed = await self.cache.relieve(self.dirty_limit)  # backpressure first
-        if failed is not None:
-            raise FsError(failed, "dirty data cannot be stored")
-        isz = self.meta.itemsize
-        first, last = offset // isz, -(-end // isz)
-        src = (await whole_elements(self.read, isz, offset, data)).view(self.source.raw)
-        shape, chunks = self.meta.shape, self.meta.chunks
-        count = functools.partial(count_touched, shape, chunks)
-        touched = []
-        for lo, hi in pieces(first, last, count, WIDE):  # bounded plans over tiny chunks
-            part = src[lo - first : hi - first]
-            for coords, copies in self._planner.plan(lo, hi).items():
-                chunk = await self._writable(coords, copies)
-                for c in copies:
-                    chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
-                    self.source.unloaded.written(coords, c.chunk_sel)
-                self.cache.put_dirty(self.source.key(coords), chunk, chunk.nbytes, self)
-                touched.append(coords)
-        self._journal(offset, data)  # applied, with no await since: in the order applied
-        self.mtime_ns = time.time_ns()
-        self.behind.observe(offset, end, touched)
-        return len(data)
-
-    def _journal(self, offset: int, data: bytes) -> None:
+    def _accept(self, held: list[_Held], offset: int, data: memoryview) -> None:
+        """Journal a piece of a write before it is applied (no await between the two, so
+        entries are in the order writes were applied); refused: its copies go back."""
         if self.journal is None:
             return
         try:
             self.journal.append(self.path, self.identity, offset, data)
-        except OSError as e:  # applied in the cache, but a crash would lose it: say so
-            log.error("journal: cannot keep a write to %s: %s", self.path or "/", e)
-            raise FsError(_errno_of(e), f"journal of {self.path} failed") from e
+        except OSError as e:  # not applied, so a crash loses nothing acknowledged
+            self._release_held(held)
+            raise Refused(kind_of("the journal refused it", e), _errno_of(e), str(e)) from e
+
+    def _apply(self, held: list[_Held], plan: dict[Coords, list[Copy]], part: np.ndarray) -> None:
+        """Copy an accepted piece into its chunks, each then dirty, the writer its owner."""
+        source = self.source
+        for h, copies in zip(held, plan.values(), strict=True):
+            coords, chunk = h.coords, h.chunk
+            if h.unloaded:
+                source.unloaded.begin(coords, self.meta.chunks, source.grid.extent(coords))
+            for c in copies:
+                chunk[c.chunk_sel] = part[c.start : c.stop].reshape(c.box)[c.box_sel]
+                source.unloaded.written(coords, c.chunk_sel)
+            self.cache.put_dirty(source.key(coords), chunk, chunk.nbytes, self, h.buffer)
 
     def _dirty_chunks(self) -> list[Coords]:
         return [key[1] for key in self.cache.dirty(owner=self)]

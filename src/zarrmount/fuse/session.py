@@ -154,6 +154,7 @@ async def _serve(ops: Operations, mount: Mount, mountpoint: str, ready: ReadyPip
         nursery.start_soon(_give_back_freed)
         nursery.start_soon(mount.store.watch_health)
         await pyfuse3.main()
+        mount.arrays.refusals.settle()
         mount.background.nursery = None
         nursery.cancel_scope.cancel()
     failed += await mount.arrays.flush_all()
