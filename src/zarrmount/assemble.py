@@ -15,6 +15,7 @@ from zarrmount.array.decoders import Decoders
 from zarrmount.array.freshness import Revalidation, Ttl
 from zarrmount.array.warm import Warming
 from zarrmount.cache import BufferPool, ChunkCache
+from zarrmount.cache.chunks import REMOTE_WRITE_BACKS, WRITE_BACKS
 from zarrmount.codecs import Pipeline
 from zarrmount.controls import WARM_PROGRESS_XATTR, WARM_XATTR
 from zarrmount.format.model import ArrayNode, GroupNode
@@ -194,7 +195,8 @@ def assemble(
     cache: ChunkCache
     # Freed chunk buffers wait in the pool for the next decode, within the cache's budget.
     pool = BufferPool(cache_size, lambda: cache.used)
-    cache = ChunkCache(cache_size, recycle=pool.give)
+    write_backs = REMOTE_WRITE_BACKS if dialect.store.remote else WRITE_BACKS
+    cache = ChunkCache(cache_size, recycle=pool.give, write_backs=write_backs)
     revalidation = Revalidation(ttl, store, cache)
     mount = Mount(store, cache, pool, Decoders(), Background(), revalidation, options, journal)
     mount.arrays = _arrays(mount, options, root_pipeline, options.read_only, journal)

@@ -23,12 +23,16 @@ from zarrmount.array.grid import WIDE, Coords
 from zarrmount.array.reader import ArrayReader
 from zarrmount.array.refusals import Refusals, Refused, kind_of
 from zarrmount.array.write_behind import WriteBehind
+from zarrmount.cache.chunks import WRITE_BACKS
 from zarrmount.codecs.base import is_fill
 from zarrmount.errors import FsError
 from zarrmount.journal import Journal, identity
 from zarrmount.layout import Copy, count_touched, pieces
 
 log = logging.getLogger(__name__)
+
+# The share of the cache's budget an array's write-backs may hold in encoded units.
+ENCODED_SHARE = 8
 
 
 def _errno_of(error: BaseException) -> int:
@@ -121,6 +125,7 @@ class ArrayWriter(ArrayReader):
         self._unsynced: set[str] = set()  # store keys written since the last sync
         self.behind = WriteBehind(self)
         self._waiting: dict[Coords, _Waiting] = {}  # write-backs waiting for a turn, by unit
+        self._turns = trio.CapacityLimiter(self._write_back_width())  # of this array's
         self.steps = self._planner.steps  # flat C-order index steps of each axis
 
     # -- writes ------------------------------------------------------------------
@@ -340,10 +345,20 @@ class ArrayWriter(ArrayReader):
             waiting.done.set()
         return waiting.error
 
+    def _write_back_width(self) -> int:
+        """This array's write-backs at once: the cache's, as many as hold their encoded
+        units (a shard's old one and its new one) within an ENCODED_SHARE of the cache's
+        budget, and never fewer than a local store's."""
+        grid = self.source.grid
+        unit = self.meta.chunk_nbytes * math.prod(grid.per_unit)
+        held = 2 * unit if grid.sharding is not None else unit
+        fit = self.cache.capacity // ENCODED_SHARE // max(held, 1)
+        return min(int(self.cache.write_backs.total_tokens), max(WRITE_BACKS, fit))
+
     async def _write_back_in_turn(self, unit: Coords) -> int | None:
         states, grid = self.source.states, self.source.grid
         await states.idle(unit)
-        async with self.cache.write_backs:
+        async with self._turns, self.cache.write_backs:
             await states.idle(unit)
             del self._waiting[unit]  # chunks dirtied from now on need a write-back of their own
             chunks = [c for c in self._dirty_chunks() if grid.unit(c) == unit]

@@ -106,14 +106,23 @@ class _Flight:
 
 # Write-backs that may encode and store at once: each holds its encoded object (a shard's
 # also the old shard and the new one) beside the cache, so their number bounds that memory.
+# A local store's are bound by the encoders; a remote store's wait a round trip each, and
+# as many as a remote store takes at once overlap them (each array within a share of the
+# cache, array/writer.py).
 WRITE_BACKS = 4
+REMOTE_WRITE_BACKS = 16
 
 
 class ChunkCache:
-    def __init__(self, capacity: int, recycle: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        recycle: Callable[[Any], None] | None = None,
+        write_backs: int = WRITE_BACKS,
+    ) -> None:
         self.capacity = capacity
         self.recycle = recycle
-        self.write_backs = trio.CapacityLimiter(WRITE_BACKS)
+        self.write_backs = trio.CapacityLimiter(write_backs)
         self.used = 0
         self.dirty_bytes = 0
         self.stats = CacheStats()
