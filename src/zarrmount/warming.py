@@ -25,8 +25,8 @@ from zarrmount.errors import CommandError
 from zarrmount.fuse import records
 
 POLL_S = 0.2  # between two looks at the progress, at most
-FIRST_POLL_S = 0.02  # between two looks, at least: a job of a few chunks is over at once
-LATE_SHARE = 0.05  # a job's end is seen at most this share of its time late
+FIRST_POLL_S = 0.01  # between two looks, at least: a job of a few chunks is over at once
+LATE_SHARE = 0.02  # a job's end is seen at most this share of its time late
 BAR_WIDTH = 30
 
 
