@@ -1,8 +1,9 @@
 """A write the journal refuses is not applied: the call fails (or is short, for the part
 accepted) and the array shows, through the mount, in zarr-python after unmount and
 through a fresh mount, exactly what the calls reported written. The journal lives on a
-small tmpfs that fills up, or on an ext4 whose disk fails (read-only at once, the open
-segment included); the store on ordinary disk takes every write-back.
+small tmpfs that fills up, on an ext4 whose disk fails (read-only at once, the open
+segment included), or in a directory deleted while mounted; the store on ordinary disk
+takes every write-back.
 
 Expected values: a NumPy model of what each ``pwrite`` reported written over the zeros
 zarr-python reads before, and zarr-python reading the store.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -104,6 +106,27 @@ def test_writes_a_journal_turned_read_only_refuses_leave_their_slices_as_they_we
         try:
             assert not _sevens(fd, model, range(16))
             rw_tools.fail_disk(journal)
+            errors = _sevens(fd, model, range(16, SLICES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        assert len(errors) == SLICES - 16 and set(errors) == {errno.EIO}, errors
+        _assert_reads(m.p(store.name), model, "through the mount")
+        _refused_once(m, len(errors))
+    _assert_stored(store, model)
+
+
+def test_writes_after_the_journal_was_removed_are_refused_and_leave_their_slices(tmp_path):
+    """The journal's directory deleted after 16 slices (a cleaner of temporary files): the
+    open segment is gone with it, so no later write is acknowledged, none applied."""
+    store = _zeros(tmp_path, "slices", SLICES * MIB, MIB)
+    model = np.zeros(SLICES * MIB, np.uint8)
+    journal = tmp_path / "journal"
+    with rw_tools.rw_mount(store, [f"journal={journal}", *HOLD], tag="jgone") as m:
+        fd = os.open(m.p(store.name), os.O_RDWR)
+        try:
+            assert not _sevens(fd, model, range(16))
+            shutil.rmtree(journal)
             errors = _sevens(fd, model, range(16, SLICES))
             os.fsync(fd)
         finally:

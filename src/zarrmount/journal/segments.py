@@ -130,6 +130,8 @@ class Journal:
             return
         if self._fd is None:
             self._begin()
+        if os.fstat(self._fd).st_nlink == 0:  # removed: what it holds no replay would find
+            raise OSError(errno.ENOENT, f"the journal's segment in {self.directory} was removed")
         parts = frame(path, ident, offset, data)
         want = sum(len(p) for p in parts)
         done = os.pwritev(self._fd, parts, SEGMENT.size + self.active_bytes)
