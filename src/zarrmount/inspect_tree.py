@@ -10,6 +10,7 @@ from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.headers.netcdf_group import STRINGS, file_name, why_not
 from zarrmount.hierarchy import Dialect, walk
+from zarrmount.inspect_places import line, places
 from zarrmount.options import SIDECAR_KINDS
 from zarrmount.vfs.fs import ROOT_ARRAY_NAME
 from zarrmount.vfs.sidecars import SIDECARS, Subject, reasons
@@ -126,6 +127,7 @@ def _line(d: dict[str, Any]) -> str:
         f"{name}  {file}  v{d['format']} {d['dtype']} {shape} "
         f"chunks {chunks} codecs {_codec_names(d['codecs'])}{size}{where}{notes}"
         + _sidecar_notes(d["sidecars"])
+        + line(d.get("place"))
     )
 
 
@@ -148,10 +150,14 @@ def inspect(
     of ``-o sidecars``; every kind when none is asked for), or why it has none; ``dataset``
     names the root group's netCDF file."""
     nodes = []
-    for node in walk(dialect, root):
+    walked = walk(dialect, root)
+    placed = places(walked)
+    for node in walked:
         found = describe(node, kinds or list(SIDECAR_KINDS), dataset)
         if found["type"] == "array" and found["shown"]:
             found["from"] = dialect.store.origins(node.data_prefix.rstrip("/"))
+            if found["path"] in placed:
+                found["place"] = placed[found["path"]]
         nodes.append(found)
     if as_json:
         return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)

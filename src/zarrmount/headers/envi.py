@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zarrmount.format.georef import Place
 from zarrmount.headers.base import NotApplicable, plain_type
 
 # ENVI ``data type`` codes by (NumPy kind, item size). ENVI defines 14 and 15 (64-bit
@@ -46,9 +47,22 @@ def _bands_lines_samples(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return int(bands), int(lines), int(samples)
 
 
-def envi_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
+def map_lines(place: Place) -> list[str]:
+    """Where the image lies, as GDAL's ENVI reader takes it: ``map info`` with the top left
+    corner of pixel (1, 1) and the pixel sizes (y positive going north), the CRS as WKT1
+    in ``coordinate system string`` (the reader takes no WKT2 there)."""
+    x0, dx, _, y0, _, dy = place.transform
+    numbers = ", ".join(repr(v) for v in (x0, y0, dx, -dy))
+    return [
+        f"map info = {{Arbitrary, 1, 1, {numbers}}}",
+        f"coordinate system string = {{{place.crs.wkt}}}",
+    ]
+
+
+def envi_header(shape: tuple[int, ...], dtype: np.dtype, place: Place | None = None) -> bytes:
     """The ENVI header of a raw C-order file of ``shape`` and ``dtype``: a 2-D array is one
-    band of (lines, samples), a 3-D one is (bands, lines, samples)."""
+    band of (lines, samples), a 3-D one is (bands, lines, samples); placed on a map where
+    ``place`` says."""
     dtype = np.dtype(dtype)
     bands, lines, samples = _bands_lines_samples(tuple(shape))
     code = envi_data_type(dtype)
@@ -64,5 +78,6 @@ def envi_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
         f"data type = {code}",
         "interleave = bsq",
         f"byte order = {int(big)}",
+        *(map_lines(place) if place else ()),
     ]
-    return ("\n".join(lines_out) + "\n").encode("ascii")
+    return ("\n".join(lines_out) + "\n").encode()

@@ -12,19 +12,20 @@ import numpy as np
 
 from zarrmount.array.byteorder import read_converted
 from zarrmount.errors import FsError
+from zarrmount.format.georef import Place
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.node import Context, Handle, Node
 from zarrmount.vfs.sidecars import Sidecar, Subject
 
 
-def subject(file: ArrayFile, name: str) -> Subject:
-    """What a sidecar of the array file ``name`` describes."""
+def subject(file: ArrayFile, name: str, place: Place | None = None) -> Subject:
+    """What a sidecar of the array file ``name`` (lying at ``place``) describes."""
     meta = file.array.meta
-    return Subject(meta.shape, file.dtype(), name, meta.attributes)
+    return Subject(meta.shape, file.dtype(), name, meta.attributes, place)
 
 
 class SidecarFile(Node):
-    __slots__ = ("file", "name", "sidecar", "head_size", "table")
+    __slots__ = ("file", "name", "sidecar", "head_size", "table", "place")
 
     def __init__(
         self,
@@ -35,6 +36,7 @@ class SidecarFile(Node):
         sidecar: Sidecar,
         head_size: int,
         table: Context,
+        place: Place | None = None,
     ) -> None:
         super().__init__(ino, parent)
         self.file = file  # the array file NAME this one describes
@@ -42,13 +44,14 @@ class SidecarFile(Node):
         self.sidecar = sidecar
         self.head_size = head_size  # of its header
         self.table = table
+        self.place = place  # where the array lies, for headers that say so
 
     def head(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the header (made on demand: a TIFF one may be large)."""
         stop = min(stop, self.head_size)
         if start >= stop:
             return b""
-        return self.sidecar.part(subject(self.file, self.name), start, stop)
+        return self.sidecar.part(subject(self.file, self.name, self.place), start, stop)
 
     def writable(self, read_only: bool) -> bool:
         return self.sidecar.writable and not read_only

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from zarrmount.array.byteorder import Convert, to_big_endian
+from zarrmount.format.georef import Place
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.tiff import tiff_header_range, tiff_header_size
@@ -26,6 +27,7 @@ class Subject:
     dtype: np.dtype  # of the file's bytes
     name: str
     attributes: dict[str, Any]
+    place: Place | None = None  # where it lies on a map (format/georef.py)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Sidecar:
     # (None: as they are)
     convert: Callable[[np.dtype], Convert | None] | None = None
     block: int = 1  # a view's whole size is a multiple of this (zero-padded)
+    placed: bool = False  # the header says where the array lies on a map
 
 
 def _made_whole(kind: str, suffix: str, make: Callable[[Subject], bytes], **view: Any):
@@ -63,7 +66,7 @@ def _big_endian(dtype: np.dtype) -> Convert | None:
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
-        _made_whole("envi", ".hdr", lambda s: envi_header(s.shape, s.dtype)),
+        _made_whole("envi", ".hdr", lambda s: envi_header(s.shape, s.dtype, s.place), placed=True),
         _made_whole("nrrd", ".nhdr", lambda s: nrrd_header(s.shape, s.dtype, s.name)),
         _made_whole(
             "npy", ".npy", lambda s: npy_header(s.shape, s.dtype), view=True, writable=True

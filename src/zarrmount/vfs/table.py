@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
+from zarrmount.format.georef import Found, Place
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
 from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
@@ -21,6 +22,7 @@ from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.netcdffile import NetcdfFile
 from zarrmount.vfs.node import Node
+from zarrmount.vfs.places import places
 from zarrmount.vfs.sidecarfile import SidecarFile, subject
 from zarrmount.vfs.sidecars import Sidecar, header_size
 from zarrmount.vfs.textfile import TextFile
@@ -170,15 +172,28 @@ class InodeTable:
                 files.append((child.name, file))
                 if model.meta.dtype.kind in "US":
                     texts.append((child.name, model, file))
+        placed = await self._places(parent, files)
         for name, file in files:
-            self._add_sidecars(parent, name, file, listing)
+            found = placed.get(name)
+            place = found if isinstance(found, Place) else None
+            self._add_sidecars(parent, name, file, listing, place)
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
         self._add_netcdf(parent, listing)
         return listing
 
-    def _add_sidecars(self, parent: Node, name: str, file: ArrayFile, listing: Listing) -> None:
-        described = subject(file, name)
+    async def _places(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict[str, Found]:
+        """Where the arrays lie, where a header shown says so."""
+        if not any(s.placed for s in self.sidecars):
+            return {}
+        group = parent.model
+        attributes = group.attributes if isinstance(group, GroupNode) else {}
+        return await places(attributes, dict(files))
+
+    def _add_sidecars(
+        self, parent: Node, name: str, file: ArrayFile, listing: Listing, place: Place | None
+    ) -> None:
+        described = subject(file, name, place)
         for sidecar in self.sidecars:
             size = header_size(sidecar, described)
             if size is None:
@@ -186,7 +201,7 @@ class InodeTable:
             if name + sidecar.suffix in listing.entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
-            node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self)
+            node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self, place)
             listing.put(name + sidecar.suffix, name, self.add(node).ino)
 
     def _add_netcdf(self, parent: Node, listing: Listing) -> None:
