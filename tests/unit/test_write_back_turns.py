@@ -1,10 +1,12 @@
 """Write-backs under pressure without FUSE: a relief names every dirty inner chunk of a
 shard, and those callers must not take the turns (``WRITE_BACKS``) other shards wait for;
-a caller that takes another's outcome still gets one when that other is cancelled."""
+a caller that takes another's outcome still gets one when that other is cancelled; two
+write-backs of one unit never store it side by side."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import trio
@@ -15,7 +17,9 @@ from helpers.store_doubles import GatedStore
 from zarrmount import hierarchy
 from zarrmount.assemble import assemble
 from zarrmount.cache.chunks import WRITE_BACKS
+from zarrmount.errors import FsError
 from zarrmount.options import MountOptions
+from zarrmount.store.local import LocalStore
 
 SHAPE, CHUNKS, SHARDS = (32, 16), (4, 4), (16, 16)  # two shards of 16 inner chunks
 INNER = (SHARDS[0] // CHUNKS[0]) * (SHARDS[1] // CHUNKS[1])
@@ -106,3 +110,54 @@ def test_a_cancelled_write_back_leaves_its_waiters_to_store(tmp_path):
 
     trio.run(main)
     assert _stored(root) == model.tobytes()
+
+
+class _ReadGated(LocalStore):
+    """Holds reads of one key until the test opens the gate."""
+
+    def __init__(self, root: str, gated: str) -> None:
+        super().__init__(root)
+        self.gated, self.gate = gated, threading.Event()
+
+    def read_into(self, key, buffer_for):
+        if key == self.gated:
+            assert self.gate.wait(60), "the test never opened the gate"
+        return super().read_into(key, buffer_for)
+
+
+def test_two_write_backs_of_a_unit_completing_at_once_store_it_once(tmp_path):
+    """A chunk begun unloaded (its first half written) is completed from the store before
+    its write-back; a second fsync begins its own write-back while the first completes
+    (the read held at a gate): it waits for the first instead of storing beside it, and
+    both succeed."""
+    root = str(tmp_path / "u.zarr")
+    zarr.create_array(root, shape=(32, 16), chunks=(16, 16), dtype="u1", fill_value=3)
+    store = _ReadGated(root, "c/0/0")
+    dialect, node, pipeline = hierarchy.open_hierarchy(store)
+    options = MountOptions()
+    options.apply("rw,journal=none")
+    fs = assemble(dialect, node, pipeline, options).fs
+    model = np.full((32, 16), 3, dtype=np.uint8)
+    model[:8] = 9
+    errors = []
+
+    async def fsync(fh) -> None:
+        try:
+            await fs.fsync(fh)
+        except FsError as e:
+            errors.append(e)
+
+    async def main() -> None:
+        fh = fs.open((await fs.lookup(1, "array")).ino, os.O_RDWR)
+        await fs.write(fh, 0, b"\x09" * 128)  # the first half of chunk (0, 0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fsync, fh)
+            await trio.testing.wait_all_tasks_blocked()  # completing: at the gate
+            nursery.start_soon(fsync, fh)
+            await trio.testing.wait_all_tasks_blocked()
+            store.gate.set()
+        await fs.release(fh)
+
+    trio.run(main)
+    assert errors == []
+    assert np.array_equal(zarr.open_array(root, mode="r")[:], model)

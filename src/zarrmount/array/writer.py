@@ -356,21 +356,40 @@ class ArrayWriter(ArrayReader):
         return min(int(self.cache.write_backs.total_tokens), max(WRITE_BACKS, fit))
 
     async def _write_back_in_turn(self, unit: Coords) -> int | None:
-        states, grid = self.source.states, self.source.grid
+        states = self.source.states
         await states.idle(unit)
         async with self._turns, self.cache.write_backs:
             await states.idle(unit)
             del self._waiting[unit]  # chunks dirtied from now on need a write-back of their own
-            chunks = [c for c in self._dirty_chunks() if grid.unit(c) == unit]
+            chunks = self._dirty_of(unit)
             if not chunks:
                 return None
             return await self._store_unit(unit, chunks)
+
+    def _dirty_of(self, unit: Coords) -> list[Coords]:
+        return [c for c in self._dirty_chunks() if self.source.grid.unit(c) == unit]
+
+    async def _completed(self, unit: Coords, chunks: list[Coords]) -> list[Coords]:
+        """``chunks`` with those begun unloaded completed from the store, before the unit
+        is busy (a shard's index read waits while it is). Completing awaits, and another
+        write-back of the unit may begin meanwhile: once that one ended, the unit's chunks
+        still dirty instead (two at once would both mark the unit busy)."""
+        states = self.source.states
+        while chunks:
+            await self.source.complete(chunks)
+            if not states.busy(unit):
+                return chunks  # no await from here until the unit is busy
+            await states.idle(unit)
+            chunks = self._dirty_of(unit)
+        return chunks
 
     async def _store_unit(self, unit: Coords, chunks: list[Coords]) -> int | None:
         source = self.source
         store_key = source.grid.key(unit)
         try:
-            await source.complete(chunks)  # before the unit is busy: a shard's index waits
+            chunks = await self._completed(unit, chunks)
+            if not chunks:
+                return None
             with source.states.rewriting(unit):
                 values = {c: self.cache.peek(source.key(c)) for c in chunks}
                 if source.grid.sharding is None:
