@@ -91,28 +91,35 @@ def test_writes_a_full_journal_refuses_leave_their_slices_as_they_were(tmp_path)
     _assert_stored(store, model)
 
 
+def _broken_after_16(store: rw_tools.Store, m: mounting.Mount, breaking) -> np.ndarray:
+    """16 slices written, then ``breaking()`` the journal: the other 48 pwrites fail with
+    EIO, none applied, through the mount and once unmounted."""
+    model = np.zeros(SLICES * MIB, np.uint8)
+    fd = os.open(m.p(store.name), os.O_RDWR)
+    try:
+        assert not _sevens(fd, model, range(16))
+        breaking()
+        errors = _sevens(fd, model, range(16, SLICES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert len(errors) == SLICES - 16 and set(errors) == {errno.EIO}, errors
+    _assert_reads(m.p(store.name), model, "through the mount")
+    _refused_once(m, len(errors))
+    return model
+
+
 @pytest.mark.skipif(not os.path.exists("/sys/fs/ext4"), reason="no ext4 here")
 def test_writes_a_journal_turned_read_only_refuses_leave_their_slices_as_they_were(tmp_path):
     """The journal's disk fails after 16 slices: the other 48 pwrites fail, none applied."""
     store = _zeros(tmp_path, "slices", SLICES * MIB, MIB)
-    model = np.zeros(SLICES * MIB, np.uint8)
     with (
         rw_tools.failing_ext4(48, tag="jro") as journal,
         rw_tools.rw_mount(store, [f"journal={journal}", *HOLD], tag="jro") as m,
     ):
         if rw_tools.disk_error_trigger(journal) is None:
             pytest.skip("this kernel cannot report an ext4 error on request")
-        fd = os.open(m.p(store.name), os.O_RDWR)
-        try:
-            assert not _sevens(fd, model, range(16))
-            rw_tools.fail_disk(journal)
-            errors = _sevens(fd, model, range(16, SLICES))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        assert len(errors) == SLICES - 16 and set(errors) == {errno.EIO}, errors
-        _assert_reads(m.p(store.name), model, "through the mount")
-        _refused_once(m, len(errors))
+        model = _broken_after_16(store, m, lambda: rw_tools.fail_disk(journal))
     _assert_stored(store, model)
 
 
@@ -120,20 +127,9 @@ def test_writes_after_the_journal_was_removed_are_refused_and_leave_their_slices
     """The journal's directory deleted after 16 slices (a cleaner of temporary files): the
     open segment is gone with it, so no later write is acknowledged, none applied."""
     store = _zeros(tmp_path, "slices", SLICES * MIB, MIB)
-    model = np.zeros(SLICES * MIB, np.uint8)
     journal = tmp_path / "journal"
     with rw_tools.rw_mount(store, [f"journal={journal}", *HOLD], tag="jgone") as m:
-        fd = os.open(m.p(store.name), os.O_RDWR)
-        try:
-            assert not _sevens(fd, model, range(16))
-            shutil.rmtree(journal)
-            errors = _sevens(fd, model, range(16, SLICES))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        assert len(errors) == SLICES - 16 and set(errors) == {errno.EIO}, errors
-        _assert_reads(m.p(store.name), model, "through the mount")
-        _refused_once(m, len(errors))
+        model = _broken_after_16(store, m, lambda: shutil.rmtree(journal))
     _assert_stored(store, model)
 
 
