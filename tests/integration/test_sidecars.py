@@ -116,8 +116,13 @@ def test_tiff_views_read_equal_to_zarr(mount_factory, store):
             continue
         expected = _oracle(root, name)
         tif = mount.p(name + ".tif")
-        for got in (tifffile.imread(tif), tifffile.memmap(tif, mode="r")):
-            assert np.array_equal(got.reshape(shape), expected), name
+        chunks = ARRAYS[name][3]
+        tiled = len(shape) >= 2 and chunks[-1] % 16 == 0 and chunks[-2] % 16 == 0
+        with tifffile.TiffFile(tif) as t:
+            assert t.pages[0].is_tiled == tiled, name
+        readers = [tifffile.imread] + ([] if tiled else [lambda p: tifffile.memmap(p, mode="r")])
+        for read in readers:  # tiles are not in C order: no memory map of a tiled view
+            assert np.array_equal(read(tif).reshape(shape), expected), name
 
 
 def test_nrrd_headers_read_equal_to_zarr(mount_factory, store):
@@ -272,21 +277,47 @@ def test_writable_shared_mapping_reaches_the_store_on_close_without_msync(tmp_pa
 
 
 def test_tiff_view_past_4_gib_is_a_bigtiff_and_reads_fill_without_fetching(tmp_path):
+    """Strips: chunks 5,000 wide cannot be TIFF tiles (not a multiple of 16)."""
     root = str(tmp_path / "big.zarr")
-    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 4_000)  # 4.8 GB, one chunk written
+    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 5_000)  # 4.8 GB, one chunk written
     array = zarr.create_array(root, shape=shape, chunks=chunks, dtype="u1", fill_value=7)
-    written = np.arange(4_000 * 4_000, dtype=np.uint64).astype("u1").reshape(4_000, 4_000)
-    array[1, 8_000:12_000, 4_000:8_000] = written
+    written = np.arange(4_000 * 5_000, dtype=np.uint64).astype("u1").reshape(4_000, 5_000)
+    array[1, 8_000:12_000, 5_000:10_000] = written
     with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff") as mount:
         tif = mount.p("array.tif")
         assert os.stat(tif).st_size > 2**32
         with tifffile.TiffFile(tif) as t:
-            assert t.is_bigtiff and len(t.pages) == 3
+            assert t.is_bigtiff and len(t.pages) == 3 and not t.pages[0].is_tiled
         got = tifffile.memmap(tif, mode="r")
         assert got.shape == shape
         before = mount.stats()["store_get_bytes"]
         assert (got[0, -100:, -100:] == 7).all() and (got[2, 123, :5000] == 7).all()
         assert mount.stats()["store_get_bytes"] == before  # absent chunks: nothing fetched
-        assert np.array_equal(got[1, 8_000:12_000, 4_000:8_000], written)
-        assert got[1, 7_999, 4_000] == 7
+        assert np.array_equal(got[1, 8_000:12_000, 5_000:10_000], written)
+        assert got[1, 7_999, 5_000] == 7
         del got
+
+
+def test_tiled_view_past_4_gib_is_a_bigtiff_whose_windows_read_their_chunks(tmp_path):
+    """Tiles: GDAL reads a window's tiles, each a chunk; absent ones fetch nothing."""
+    rasterio = pytest.importorskip("rasterio")
+    from rasterio.windows import Window
+
+    root = str(tmp_path / "big.zarr")
+    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 4_000)  # 4.8 GB, one chunk written
+    array = zarr.create_array(root, shape=shape, chunks=chunks, dtype="u1", fill_value=7)
+    written = np.arange(4_000 * 4_000, dtype=np.uint64).astype("u1").reshape(4_000, 4_000)
+    array[1, 8_000:12_000, 4_000:8_000] = written
+    with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff-tiled") as mount:
+        tif = mount.p("array.tif")
+        assert os.stat(tif).st_size > 2**32
+        with tifffile.TiffFile(tif) as t:
+            assert t.is_bigtiff and t.pages[0].is_tiled and t.series[0].shape == shape
+        with rasterio.open(tif) as ds:
+            assert ds.count == 3 and ds.block_shapes == [(4_000, 4_000)] * 3
+            before = mount.stats()["store_get_bytes"]
+            assert (ds.read(1, window=Window(39_000, 39_000, 1_000, 1_000)) == 7).all()
+            assert mount.stats()["store_get_bytes"] == before  # absent chunks: nothing fetched
+            got = ds.read(2, window=Window(3_999, 7_999, 4_002, 4_002))
+    assert np.array_equal(got[1:-1, 1:-1], written)
+    assert (got[0] == 7).all() and (got[:, 0] == 7).all() and (got[-1] == 7).all()

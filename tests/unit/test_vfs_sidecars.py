@@ -105,8 +105,13 @@ def test_a_tiff_view_of_many_pages_is_read_in_parts_of_its_header(tmp_path, monk
     root, expected = _store(tmp_path, dtype="|u1", shape=(20000, 2, 3), chunks=(1000, 2, 3))
     fs = _fs(root, "sidecars=tiff")
     made = []
-    real = tiff._ifds
-    monkeypatch.setattr(tiff, "_ifds", lambda lay, a, b: made.append(b - a) or real(lay, a, b))
+    real = tiff.TiffLayout._ifds
+
+    def counted(lay, image, a, b):
+        made.append(b - a)
+        return real(lay, image, a, b)
+
+    monkeypatch.setattr(tiff.TiffLayout, "_ifds", counted)
 
     async def main():
         return await _read_all(fs, (await fs.lookup(1, "array.tif")).ino, 1 << 16)

@@ -18,7 +18,7 @@ from zarrmount.array.source import ChunkSource
 from zarrmount.codecs import Pipeline
 from zarrmount.errors import FsError
 from zarrmount.format.model import ArrayNode
-from zarrmount.layout import Planner, count_touched, pieces, plan_read, touched_ranges
+from zarrmount.layout import Copy, Planner, count_touched, pieces, plan_read, touched_ranges
 from zarrmount.memory import aligned_empty
 from zarrmount.store import StoreError
 
@@ -120,15 +120,37 @@ class ArrayReader:
         # reader's small reads are served from chunks kept decoded in the cache
         direct = self.direct.enabled and (self.prefetch.sequential or out.nbytes >= DIRECT_LEAST)
         rest = await self.direct.serve(plan, out) if direct else plan
-        got = await self._gather(rest)
+        await self._copy(rest, out)
+        self.prefetch.drop_behind(plan, last, self._planner.steps)
+
+    async def read_planned(self, plan: dict[Coords, list[Copy]], out: np.ndarray) -> None:
+        """Copy what ``plan`` selects of the chunks into ``out`` (raw elements): for views
+        that lay the elements out otherwise (a tiled TIFF's tiles)."""
+        if self.source.expired:
+            await self.source.revalidate()
+        await self._copy(plan, out)
+
+    def cached(self, coords: Coords) -> memoryview | None:
+        """The C-order bytes of chunk ``coords`` if cached whole: use them before
+        awaiting anything."""
+        entry = self.cache.entry(self.source.key(coords))
+        if entry is None or coords in self.source.unloaded:
+            return None
+        flat = entry.c_bytes()
+        if flat is not None and len(flat) == self.meta.chunk_nbytes:
+            self.cache.stats.hits += 1
+            return flat
+        return None
+
+    async def _copy(self, plan: dict[Coords, list[Copy]], out: np.ndarray) -> None:
+        got = await self._gather(plan)
         try:
-            for coords, copies in rest.items():
+            for coords, copies in plan.items():
                 src = got.found[coords]
                 for c in copies:
                     out[c.start : c.stop].reshape(c.box)[c.box_sel] = src[c.chunk_sel]
         finally:
             self._give_back(got)
-        self.prefetch.drop_behind(plan, last, self._planner.steps)
 
     async def _gather(self, plan: dict) -> _Gathered:
         """The chunks ``plan`` reads: cached ones pinned, missing ones loaded (whole, or

@@ -45,6 +45,7 @@ class Sidecar:
     convert: Callable[[np.dtype], Convert | None] | None = None
     block: int = 1  # a view's whole size is a multiple of this (zero-padded)
     placed: bool = False  # the header says where the array lies on a map
+    tiled: bool = False  # tiled where the chunks can be tiles (vfs/tiledtiff.py)
 
 
 def _made_whole(kind: str, suffix: str, make: Callable[[Subject], bytes], **view: Any):
@@ -78,6 +79,7 @@ SIDECARS: dict[str, Sidecar] = {
             lambda s: tiff_header_size(s.shape, s.dtype),
             lambda s, start, stop: tiff_header_range(s.shape, s.dtype, start, stop),
             view=True,
+            tiled=True,
         ),
         _made_whole(
             "fits",

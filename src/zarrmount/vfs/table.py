@@ -14,6 +14,7 @@ from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.georef import Found, Place
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
+from zarrmount.headers import NotApplicable
 from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
@@ -26,6 +27,7 @@ from zarrmount.vfs.places import places
 from zarrmount.vfs.sidecarfile import SidecarFile, subject
 from zarrmount.vfs.sidecars import Sidecar, header_size
 from zarrmount.vfs.textfile import TextFile
+from zarrmount.vfs.tiledtiff import TiledTiff, layout_of
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
@@ -193,16 +195,28 @@ class InodeTable:
     def _add_sidecars(
         self, parent: Node, name: str, file: ArrayFile, listing: Listing, place: Place | None
     ) -> None:
-        described = subject(file, name, place)
         for sidecar in self.sidecars:
-            size = header_size(sidecar, described)
-            if size is None:
-                continue  # --inspect says why
             if name + sidecar.suffix in listing.entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
-            node = SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self, place)
-            listing.put(name + sidecar.suffix, name, self.add(node).ino)
+            node = self._sidecar(parent, name, file, sidecar, place)
+            if node is not None:  # else --inspect says why
+                listing.put(name + sidecar.suffix, name, self.add(node).ino)
+
+    def _sidecar(
+        self, parent: Node, name: str, file: ArrayFile, sidecar: Sidecar, place: Place | None
+    ) -> Node | None:
+        """The sidecar node of ``file``: tiled where the format and the chunks allow."""
+        if sidecar.tiled:
+            try:
+                layout = layout_of([file], ())
+                return TiledTiff(self.next_ino(), parent.ino, [file], layout, self)
+            except NotApplicable:
+                pass  # strips
+        size = header_size(sidecar, subject(file, name, place))
+        if size is None:
+            return None
+        return SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self, place)
 
     def _add_netcdf(self, parent: Node, listing: Listing) -> None:
         """``NAME.nc``: the group's arrays in one netCDF file, made again only when they or

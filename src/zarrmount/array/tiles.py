@@ -1,0 +1,90 @@
+"""An array's chunks read as TIFF tiles (``headers/tiff.py``'s tiled layout): a tile is
+one 2-D plane of one chunk, so a tile read decodes exactly that chunk, and a tile of a
+cached chunk is served from its bytes without a copy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from zarrmount.array.reader import ArrayReader
+from zarrmount.headers.tiff import Block
+from zarrmount.layout import Copy, c_order_boxes
+from zarrmount.memory import aligned_empty
+
+Coords = tuple[int, ...]
+
+
+class Tiles:
+    """The tiles of one array (one image of a tiled TIFF), read through its engine."""
+
+    def __init__(self, engine: ArrayReader) -> None:
+        self.engine = engine
+        meta = engine.meta
+        self.shape, self.chunks = meta.shape, meta.chunks
+        self.tile = meta.chunks[-2:]
+        self.itemsize = meta.itemsize
+        self.raw = engine.source.raw
+
+    def _where(self, block: Block) -> tuple[Coords, Coords, tuple[int, int]]:
+        """The chunk holding ``block``, the plane's index within it, and the tile's part
+        within the array (rows, columns)."""
+        lead = np.unravel_index(block.page, self.shape[:-3]) if len(self.shape) > 3 else ()
+        index = (*map(int, lead), block.band)[: len(self.shape) - 2]
+        outer = tuple(i // c for i, c in zip(index, self.chunks, strict=False))
+        inner = tuple(i % c for i, c in zip(index, self.chunks, strict=False))
+        (tl, tw), (length, width) = self.tile, self.shape[-2:]
+        valid = min(tl, length - block.row * tl), min(tw, width - block.col * tw)
+        return (*outer, block.row, block.col), inner, valid
+
+    def from_cache(self, block: Block) -> memoryview | None:
+        """``block``'s bytes straight from its cached chunk, where the tile lies wholly
+        inside the array (an edge tile's padding is the fill value, not the chunk's)."""
+        coords, inner, valid = self._where(block)
+        if valid != self.tile:
+            return None
+        flat = self.engine.cached(coords)
+        if flat is None:
+            return None
+        plane = math.prod(self.tile) * self.itemsize
+        at = (int(np.ravel_multi_index(inner, self.chunks[:-2])) if inner else 0) * plane
+        return flat[at + block.lo : at + block.hi]
+
+    async def read(self, blocks: list[Block]) -> bytes:
+        """The bytes of ``blocks`` (of this image), one after the other."""
+        isz = self.itemsize
+        spans = [(b.lo // isz, -(-b.hi // isz)) for b in blocks]
+        out = aligned_empty(sum(hi - lo for lo, hi in spans) * isz).view(self.raw)
+        plan: dict[Coords, list[Copy]] = {}
+        padded, at = False, 0
+        for block, (lo, hi) in zip(blocks, spans, strict=True):
+            coords, inner, valid = self._where(block)
+            copies = self._copies(inner, valid, lo, hi, at)
+            padded |= sum(c.stop - c.start for c in copies) < hi - lo or valid != self.tile
+            plan.setdefault(coords, []).extend(copies)
+            at += hi - lo
+        if padded:
+            out[...] = self.engine.source.fill_element
+        await self.engine.read_planned(plan, out)
+        raw = out.view(np.uint8)
+        pieces, at = [], 0
+        for block, (lo, hi) in zip(blocks, spans, strict=True):
+            pieces.append(raw[at * isz + block.lo - lo * isz : at * isz + block.hi - lo * isz])
+            at += hi - lo
+        return b"".join(pieces)
+
+    def _copies(self, inner: Coords, valid: tuple[int, int], lo: int, hi: int, at: int) -> list:
+        """Copies of tile elements ``[lo, hi)`` (those inside the array) to ``out[at:]``."""
+        copies = []
+        tw = self.tile[1]
+        for (r0, c0), (r1, c1) in c_order_boxes(self.tile, lo, hi):
+            rows, cols = min(r1, valid[0]) - r0, min(c1, valid[1]) - c0
+            start = at + r0 * tw + c0 - lo
+            stop = start + (r1 - r0) * (c1 - c0)
+            if rows > 0 and cols > 0:
+                sel = (*(slice(i, i + 1) for i in inner), slice(r0, r0 + rows))
+                chunk_sel = (*sel, slice(c0, c0 + cols))
+                box_sel = (slice(0, rows), slice(0, cols))
+                copies.append(Copy(start, stop, (r1 - r0, c1 - c0), box_sel, chunk_sel))
+        return copies

@@ -1,0 +1,108 @@
+"""The tiled ``.tif`` view without a kernel: read in any pieces, it is a tiled TIFF that
+tifffile and rasterio (GDAL) read equal to zarr-python's array, one tile per chunk, edge
+tiles padded with the fill value; arrays whose chunks cannot be tiles keep strips."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+import tifffile
+import trio
+import zarr
+
+from zarrmount import hierarchy
+from zarrmount.assemble import assemble
+from zarrmount.options import MountOptions
+from zarrmount.store.local import LocalStore
+
+
+def _fs(root: str, options: str = "sidecars=tiff"):
+    mount_options = MountOptions()
+    mount_options.apply(options)
+    dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
+    return assemble(dialect, node, pipeline, mount_options).fs
+
+
+async def _read(fs, name: str, piece: int, twice: bool = False) -> bytes:
+    ino = (await fs.lookup(1, name)).ino
+    fh = fs.open(ino, os.O_RDONLY)
+    size = fs.getattr(ino).size
+    rounds = []
+    for _ in range(2 if twice else 1):  # the second from cached chunks
+        rounds.append(
+            b"".join([bytes(await fs.read(fh, at, piece)) for at in range(0, size, piece)])
+        )
+    await fs.release(fh)
+    assert all(r == rounds[0] for r in rounds)
+    return rounds[0]
+
+
+def _array(tmp_path, shape, chunks, dtype, fill=0, **kw) -> tuple[str, np.ndarray]:
+    """An array with its first chunk never written (it reads as the fill value)."""
+    root = str(tmp_path / "a.zarr")
+    rng = np.random.default_rng(3)
+    values = rng.integers(1, 100, np.prod(shape)).astype(dtype).reshape(shape)
+    arr = zarr.create_array(root, shape=shape, chunks=chunks, dtype=dtype, fill_value=fill, **kw)
+    arr[...] = values
+    first = tuple(slice(0, c) for c in chunks)
+    values[first] = fill
+    arr[first] = fill  # zarr-python then removes that chunk (it holds the fill value alone)
+    return root, np.asarray(zarr.open_array(root, mode="r")[...])
+
+
+CASES = {
+    "edges": ((70, 100), (32, 48), "<f4", {"fill": -9999.0}),
+    "bands big-endian v2": ((3, 40, 50), (2, 16, 32), ">u2", {"zarr_format": 2}),
+    "pages of bands": ((2, 3, 40, 50), (1, 3, 16, 32), "<i2", {}),
+    "sharded": ((64, 80), (16, 16), "<u1", {"shards": (32, 80)}),
+}
+
+
+@pytest.mark.parametrize("piece", [7, 4096, 1 << 20])
+@pytest.mark.parametrize("case", CASES)
+def test_tifffile_reads_the_tiled_view(tmp_path, case, piece):
+    shape, chunks, dtype, kw = CASES[case]
+    fill = kw.pop("fill", 0)
+    root, expected = _array(tmp_path, shape, chunks, dtype, fill, **kw)
+    data = trio.run(_read, _fs(root), "array.tif", piece, piece == 4096)
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        page = tif.pages[0]
+        assert page.is_tiled and (page.tilelength, page.tilewidth) == chunks[-2:]
+        assert np.array_equal(tif.asarray().reshape(shape), expected)
+
+
+def test_edge_tiles_are_padded_with_the_fill_value(tmp_path):
+    root, expected = _array(tmp_path, (40, 40), (32, 32), "<f4", fill=-1.5)
+    data = trio.run(_read, _fs(root), "array.tif", 1 << 16)
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        page = tif.pages[0]
+        offsets, counts = page.dataoffsets, page.databytecounts
+    assert len(offsets) == 4 and set(counts) == {32 * 32 * 4}
+    corner = np.frombuffer(data[offsets[3] : offsets[3] + counts[3]], "<f4").reshape(32, 32)
+    assert np.array_equal(corner[:8, :8], expected[32:, 32:])
+    assert (corner[8:, :] == -1.5).all() and (corner[:, 8:] == -1.5).all()
+
+
+def test_rasterio_reads_bands_and_a_window(tmp_path):
+    pytest.importorskip("rasterio")
+    from rasterio.io import MemoryFile
+    from rasterio.windows import Window
+
+    root, expected = _array(tmp_path, (3, 70, 100), (1, 32, 48), "<u2", zarr_format=2)
+    data = trio.run(_read, _fs(root), "array.tif", 1 << 20)
+    with MemoryFile(data) as memory, memory.open() as ds:
+        assert ds.count == 3 and ds.block_shapes == [(32, 48)] * 3
+        assert np.array_equal(ds.read(), expected)
+        window = ds.read(2, window=Window(40, 20, 50, 45))
+    assert np.array_equal(window, expected[1, 20:65, 40:90])
+
+
+def test_chunks_that_cannot_be_tiles_keep_strips(tmp_path):
+    root, expected = _array(tmp_path, (30, 41), (8, 16), "<u2")
+    data = trio.run(_read, _fs(root), "array.tif", 1 << 16)
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        assert not tif.pages[0].is_tiled
+        assert np.array_equal(tif.asarray(), expected)
