@@ -7,6 +7,7 @@ from typing import Any
 
 from zarrmount.format.georef import Group, Place, georeference, variable
 from zarrmount.format.model import ArrayNode, GroupNode, Node
+from zarrmount.headers.geotiff import geotiff_tags
 
 
 def places(nodes: list[Node]) -> dict[str, dict[str, Any]]:
@@ -32,12 +33,14 @@ def places(nodes: list[Node]) -> dict[str, dict[str, Any]]:
 def described(place: Place | Any) -> dict[str, Any]:
     if not isinstance(place, Place):
         return {"reason": place.reason}
+    no_crs = geotiff_tags(place, None).no_crs
+    tif = [f"the .tif view carries no CRS: {no_crs}"] if no_crs else []
     return {
         "crs": place.crs.label,
         "epsg": place.crs.epsg,
         "transform": list(place.transform),
         "convention": place.convention,
-        "notes": list(place.notes),
+        "notes": [*place.notes, *tif],
     }
 
 

@@ -96,17 +96,42 @@ def _close(got: Affine, expected: Affine) -> bool:
     )
 
 
+# what GDAL opens: the array file (ENVI by its .hdr) or the .tif view
+VIEWS = {"envi": "", "tiff": ".tif"}
+
+
+@pytest.mark.parametrize("view_kind", sorted(VIEWS))
 @pytest.mark.parametrize("writer", sorted(WRITERS))
-def test_gdal_places_the_envi_view_as_the_writer_does(mount_factory, tmp_path, writer):
+def test_gdal_places_each_view_as_the_writer_does(mount_factory, tmp_path, writer, view_kind):
     source = tmp_path / f"{writer}.zarr"
     name, crs, transform = WRITERS[writer](source)
-    mount = mount_factory(str(source), ["sidecars=envi"], tag=f"maps-{writer}")
-    with rasterio.open(mount.p(name or "array")) as view:
+    mount = mount_factory(str(source), ["sidecars=envi+tiff"], tag=f"maps-{writer}")
+    with rasterio.open(mount.p((name or "array") + VIEWS[view_kind])) as view:
         assert view.crs == crs, view.crs
         assert _close(view.transform, transform), (view.transform, transform)
         got = view.read(1)
     expected = np.asarray(zarr.open_array(str(source), path=name, mode="r")[...])
     assert np.array_equal(got, expected)
+
+
+def test_the_tiled_view_is_placed_and_masked_as_gdal_reads_the_store(mount_factory, tmp_path):
+    """GDAL's own Zarr driver reading the store is the reference: CRS, transform, nodata."""
+    source = tmp_path / "tiled.zarr"
+    profile = dict(driver="Zarr", width=COLS * 4, height=ROWS * 4, count=1, dtype="float32")
+    options = {"BLOCKSIZE": "16,32", "FORMAT": "ZARR_V2"}
+    with rasterio.open(
+        source, "w", crs="EPSG:32633", transform=UTM, nodata=-9999.0, **profile, **options
+    ) as out:
+        out.write(np.tile(PIXELS, (4, 4)), 1)
+    with rasterio.open(source) as src:
+        name = src.name.rpartition("/")[2].removesuffix(".zarr")
+        crs, transform, nodata, pixels = src.crs, src.transform, src.nodata, src.read(1)
+    mount = mount_factory(str(source), ["sidecars=tiff"], tag="maps-tiled")
+    with rasterio.open(mount.p(name + ".tif")) as view:
+        assert view.block_shapes == [(16, 32)]  # one tile per chunk
+        assert view.crs == crs and _close(view.transform, transform)
+        assert view.nodata == nodata == -9999.0
+        assert np.array_equal(view.read(1), pixels)
 
 
 def _attrs_store(path, attributes: dict, dims=("y", "x")) -> str:
@@ -143,11 +168,12 @@ def test_bad_georeferencing_leaves_the_view_unplaced(mount_factory, tmp_path, ca
     attributes, why = BAD[case]
     source = tmp_path / f"{case}.zarr"
     name = _attrs_store(source, json.loads(json.dumps(attributes)))
-    mount = mount_factory(str(source), ["sidecars=envi"], tag=f"maps-{case}")
-    with rasterio.open(mount.p(name)) as view:
-        assert view.crs is None
-        assert view.transform == Affine.identity()
-        assert np.array_equal(view.read(1), PIXELS)
+    mount = mount_factory(str(source), ["sidecars=envi+tiff"], tag=f"maps-{case}")
+    for suffix in VIEWS.values():
+        with rasterio.open(mount.p(name + suffix)) as view:
+            assert view.crs is None
+            assert view.transform == Affine.identity()
+            assert np.array_equal(view.read(1), PIXELS)
     found = json.loads(run_cli(["--inspect", "--json", str(source)]).stdout)
     (node,) = [n for n in found["nodes"] if n["path"] == name]
     assert why in node["place"]["reason"], node["place"]

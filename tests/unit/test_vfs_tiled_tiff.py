@@ -106,3 +106,33 @@ def test_chunks_that_cannot_be_tiles_keep_strips(tmp_path):
     with tifffile.TiffFile(io.BytesIO(data)) as tif:
         assert not tif.pages[0].is_tiled
         assert np.array_equal(tif.asarray(), expected)
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_a_pyramid_is_one_tiff_whose_overviews_are_the_lower_levels(tmp_path, version):
+    pytest.importorskip("rasterio")
+    from ome_zarr.format import FormatV04, FormatV05
+    from ome_zarr.writer import write_image
+    from rasterio.io import MemoryFile
+
+    fmt = FormatV04() if version == "0.4" else FormatV05()
+    root = str(tmp_path / "image.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=fmt.zarr_format)
+    image = np.random.default_rng(5).integers(0, 60000, (150, 200)).astype("<u2")
+    write_image(
+        image, group, fmt=fmt, axes="yx", scale_factors=(2, 4), storage_options={"chunks": (32, 32)}
+    )
+    read = zarr.open_group(root, mode="r")
+    levels = sorted(
+        (np.asarray(a[...]) for _, a in read.arrays()), key=lambda a: a.size, reverse=True
+    )
+    first = next(n for n, a in read.arrays() if a.shape == image.shape)
+    data = trio.run(_read, _fs(root), first + ".tif", 1 << 20)
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        got = [level.asarray() for level in tif.series[0].levels]
+    assert len(got) == 3
+    for g, expected in zip(got, levels, strict=True):
+        assert np.array_equal(g, expected)
+    with MemoryFile(data) as memory, memory.open() as ds:
+        assert ds.overviews(1) == [2, 4]
+        assert np.array_equal(ds.read(1, out_shape=levels[2].shape), levels[2])

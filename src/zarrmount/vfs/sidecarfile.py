@@ -13,6 +13,7 @@ import numpy as np
 from zarrmount.array.byteorder import read_converted
 from zarrmount.errors import FsError
 from zarrmount.format.georef import Place
+from zarrmount.headers.geotiff import nodata_of
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.node import Context, Handle, Node
 from zarrmount.vfs.sidecars import Sidecar, Subject
@@ -21,7 +22,7 @@ from zarrmount.vfs.sidecars import Sidecar, Subject
 def subject(file: ArrayFile, name: str, place: Place | None = None) -> Subject:
     """What a sidecar of the array file ``name`` (lying at ``place``) describes."""
     meta = file.array.meta
-    return Subject(meta.shape, file.dtype(), name, meta.attributes, place)
+    return Subject(meta.shape, file.dtype(), name, meta.attributes, place, nodata_of(meta))
 
 
 class SidecarFile(Node):

@@ -16,7 +16,9 @@ from zarrmount.array.byteorder import Convert, to_big_endian
 from zarrmount.format.georef import Place
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
-from zarrmount.headers.tiff import tiff_header_range, tiff_header_size
+from zarrmount.headers.geotiff import geotiff_tags
+from zarrmount.headers.tiff import strip_layout
+from zarrmount.headers.tifftags import Tag
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Subject:
     name: str
     attributes: dict[str, Any]
     place: Place | None = None  # where it lies on a map (format/georef.py)
+    nodata: int | float | None = None  # the value marking missing data, if one does
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,12 @@ SIDECARS: dict[str, Sidecar] = {
         Sidecar(
             "tiff",
             ".tif",
-            lambda s: tiff_header_size(s.shape, s.dtype),
-            lambda s, start, stop: tiff_header_range(s.shape, s.dtype, start, stop),
+            lambda s: strip_layout(s.shape, s.dtype, tiff_tags(s)).size,
+            lambda s, start, stop: strip_layout(s.shape, s.dtype, tiff_tags(s)).header_range(
+                start, stop
+            ),
             view=True,
+            placed=True,
             tiled=True,
         ),
         _made_whole(
@@ -91,6 +97,11 @@ SIDECARS: dict[str, Sidecar] = {
         ),
     )
 }
+
+
+def tiff_tags(subject: Subject) -> tuple[Tag, ...]:
+    """The ``.tif`` views' own tags: where the image lies (GeoTIFF) and its nodata."""
+    return geotiff_tags(subject.place, subject.nodata).tags
 
 
 def header_size(sidecar: Sidecar, subject: Subject) -> int | None:

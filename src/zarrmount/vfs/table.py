@@ -14,6 +14,7 @@ from zarrmount.array import Arrays, TooLong
 from zarrmount.errors import FsError, enoent
 from zarrmount.format.georef import Found, Place
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
+from zarrmount.format.multiscales import Pyramid, pyramid
 from zarrmount.headers import NotApplicable
 from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
@@ -25,9 +26,9 @@ from zarrmount.vfs.netcdffile import NetcdfFile
 from zarrmount.vfs.node import Node
 from zarrmount.vfs.places import places
 from zarrmount.vfs.sidecarfile import SidecarFile, subject
-from zarrmount.vfs.sidecars import Sidecar, header_size
+from zarrmount.vfs.sidecars import Sidecar, header_size, tiff_tags
 from zarrmount.vfs.textfile import TextFile
-from zarrmount.vfs.tiledtiff import TiledTiff, layout_of
+from zarrmount.vfs.tiledtiff import TiledTiff, layout_of, tiled_levels
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
@@ -175,10 +176,11 @@ class InodeTable:
                 if model.meta.dtype.kind in "US":
                     texts.append((child.name, model, file))
         placed = await self._places(parent, files)
+        overviews = self._overviews(parent, files)
         for name, file in files:
             found = placed.get(name)
             place = found if isinstance(found, Place) else None
-            self._add_sidecars(parent, name, file, listing, place)
+            self._add_sidecars(parent, name, file, listing, place, overviews.get(name, []))
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
         self._add_netcdf(parent, listing)
@@ -192,28 +194,56 @@ class InodeTable:
         attributes = group.attributes if isinstance(group, GroupNode) else {}
         return await places(attributes, dict(files))
 
+    def _overviews(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict:
+        """The lower levels of the group's pyramid (format/multiscales.py), by the name of
+        its full-resolution array, where a tiled view shows them as overviews."""
+        group = parent.model
+        if not any(s.tiled for s in self.sidecars) or not isinstance(group, GroupNode):
+            return {}
+        by_name = dict(files)
+        arrays = {n: (f.array.meta.shape, f.array.meta.dtype.str) for n, f in files}
+        found = pyramid(group.attributes, arrays)
+        if not isinstance(found, Pyramid):
+            return {}
+        first, *lower = [by_name[level.path] for level in found.levels]
+        return {found.levels[0].path: tiled_levels([first, *lower])[1:]}
+
     def _add_sidecars(
-        self, parent: Node, name: str, file: ArrayFile, listing: Listing, place: Place | None
+        self,
+        parent: Node,
+        name: str,
+        file: ArrayFile,
+        listing: Listing,
+        place: Place | None,
+        overviews: list[ArrayFile],
     ) -> None:
         for sidecar in self.sidecars:
             if name + sidecar.suffix in listing.entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
-            node = self._sidecar(parent, name, file, sidecar, place)
+            node = self._sidecar(parent, name, file, sidecar, place, overviews)
             if node is not None:  # else --inspect says why
                 listing.put(name + sidecar.suffix, name, self.add(node).ino)
 
     def _sidecar(
-        self, parent: Node, name: str, file: ArrayFile, sidecar: Sidecar, place: Place | None
+        self,
+        parent: Node,
+        name: str,
+        file: ArrayFile,
+        sidecar: Sidecar,
+        place: Place | None,
+        overviews: list[ArrayFile],
     ) -> Node | None:
         """The sidecar node of ``file``: tiled where the format and the chunks allow."""
+        described = subject(file, name, place)
         if sidecar.tiled:
+            levels = [file, *overviews]
             try:
-                layout = layout_of([file], ())
-                return TiledTiff(self.next_ino(), parent.ino, [file], layout, self)
+                layout = layout_of(levels, tiff_tags(described))
+                return TiledTiff(self.next_ino(), parent.ino, levels, layout, self)
             except NotApplicable:
                 pass  # strips
-        size = header_size(sidecar, subject(file, name, place))
+        size = header_size(sidecar, described)
         if size is None:
             return None
         return SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self, place)
