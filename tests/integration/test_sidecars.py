@@ -249,7 +249,16 @@ def test_imagemagick_reads_the_tiff_views(mount_factory, store):
         assert np.array_equal(np.frombuffer(got, dtype="<u2").reshape(want.shape), want), page
 
 
-def test_shared_read_mappings_of_every_file_and_view_equal_its_bytes(mount_factory, store):
+def _tiled(path: str) -> bool:
+    if not path.endswith(".tif"):
+        return False
+    with tifffile.TiffFile(path) as t:
+        return t.pages[0].is_tiled
+
+
+def test_read_mappings_of_every_file_and_view_equal_its_bytes(mount_factory, store):
+    """Shared mappings, but of tiled views, which are read past the page cache: those
+    map privately (a shared mapping fails with ENODEV, and libtiff then reads)."""
     for fmt, root in store.items():
         mount = mount_factory(root, [ALL + "+text"], tag=f"sidecars-mmap-v{fmt}")
         for name in sorted(os.listdir(mount.p())):
@@ -257,7 +266,8 @@ def test_shared_read_mappings_of_every_file_and_view_equal_its_bytes(mount_facto
                 data = f.read()
                 if not data:
                     continue
-                with mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ) as mapped:
+                share = mmap.MAP_PRIVATE if _tiled(mount.p(name)) else mmap.MAP_SHARED
+                with mmap.mmap(f.fileno(), 0, share, mmap.PROT_READ) as mapped:
                     assert mapped[:] == data, name
 
 

@@ -41,7 +41,7 @@ def write(path, levels: list[np.ndarray], chunks: tuple[int, ...], **kw) -> str:
     images = [tiled_image(a.shape, chunks, reduced=k > 0) for k, a in enumerate(levels)]
     lay = tiled_layout(images, levels[0].dtype, **kw)
     header = lay.header_range(0, lay.size)
-    assert len(header) == lay.size and lay.size % 16 == 0
+    assert len(header) == lay.size and lay.size % (64 << 10) == 0
     data = b"".join(tiles_of(a, chunks[-2:]) for a in levels)
     assert len(data) == lay.data_size
     path.write_bytes(header + data)

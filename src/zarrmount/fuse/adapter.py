@@ -166,7 +166,7 @@ class Operations(pyfuse3.Operations):
     @_guard
     async def open(self, inode, flags, ctx):
         fh = self.fs.open(inode, flags)
-        if self.fs.options.direct_io:
+        if self.fs.direct_io(fh):
             return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False)
         return pyfuse3.FileInfo(fh=fh, keep_cache=True)
 

@@ -17,7 +17,7 @@ Layout of a header (``H``)::
     [image 0's IFDs][image 1's IFDs]...   every IFD of an image the same size
     [values too large for an entry, shared by the IFDs that use them]
     [each image's block byte counts, then its block offsets, where a plane has several]
-    [zeros up to a multiple of 16: the data starts aligned for every element size]
+    [zeros up to a multiple of 16 (strips) or of 64 KiB (tiles, TILES_ALIGN)]
 
 An IFD differs from the others of its image only in its block offsets (or where they
 lie) and the next IFD's offset, and the arrays of offsets are arithmetic progressions,
@@ -42,6 +42,10 @@ MAX_HEADER_BYTES = 64 << 20
 
 _FIRST_IFD = 16  # 16 bytes before IFD 0 in both kinds: BigTIFF's header, classic's padded
 _ALIGN = 16  # a multiple of every element size: the data starts aligned
+# Tiles start past the first 64 KiB, on a page: a reader's first read of the header (GDAL
+# reads 8 KiB) touches no tile, and a tile of whole pages is read by whole pages, so the
+# kernel's requests never take the start of the next tile (and decode its chunk).
+TILES_ALIGN = 64 << 10
 _MAX_LONG = 2**32 - 1
 MAX_BANDS = 65535  # SamplesPerPixel is a SHORT
 
@@ -124,7 +128,12 @@ class TiffLayout:
     it. ``tags`` go into the first image's IFDs (GeoTIFF's, GDAL's)."""
 
     def __init__(
-        self, images: Sequence[Image], dtype: np.dtype, tags: Sequence[Tag] = (), big: bool = False
+        self,
+        images: Sequence[Image],
+        dtype: np.dtype,
+        tags: Sequence[Tag] = (),
+        big: bool = False,
+        align: int = _ALIGN,
     ) -> None:
         dtype = np.dtype(dtype)
         self.images = tuple(images)
@@ -133,6 +142,7 @@ class TiffLayout:
         self.sample_format = _SAMPLE_FORMAT[dtype.kind]
         self.big = big
         self.tags = tuple(tags)
+        self.align = align
         self.block_bytes = [math.prod(i.block_shape) * self.itemsize for i in self.images]
         spans = [i.pages * i.blocks * b for i, b in zip(self.images, self.block_bytes, strict=True)]
         self.bases = [sum(spans[:k]) for k in range(len(spans))]  # of each image's data
@@ -171,7 +181,7 @@ class TiffLayout:
         for image in self.images:
             places.append(at)
             at += image.pages * image.blocks * self._word if image.blocks > 1 else 0
-        self.size = -(-at // _ALIGN) * _ALIGN
+        self.size = -(-at // self.align) * self.align
         self._offsets: list[_Progression | None] = [
             _Progression(p, i.pages * i.blocks, self.size + base, step, self._word)
             if i.blocks > 1
@@ -354,16 +364,18 @@ def _dtype_checked(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def _sized(images: list[Image], dtype: np.dtype, tags: Sequence[Tag], big: bool) -> TiffLayout:
+def _sized(
+    images: list[Image], dtype: np.dtype, tags: Sequence[Tag], big: bool, align: int = _ALIGN
+) -> TiffLayout:
     """Classic TIFF while every offset fits in 32 bits (while the whole file does), else
     BigTIFF; refused past MAX_HEADER_BYTES."""
     for image in images:
         if max(image.length, image.width) > _MAX_LONG:
             raise NotApplicable("TIFF images are at most 2**32 - 1 pixels wide and long")
     data = sum(i.pages * i.blocks * math.prod(i.block_shape) for i in images) * dtype.itemsize
-    lay = TiffLayout(images, dtype, tags, big or data > _MAX_LONG)
+    lay = TiffLayout(images, dtype, tags, big or data > _MAX_LONG, align)
     if not lay.big and lay.size + lay.data_size > _MAX_LONG:
-        lay = TiffLayout(images, dtype, tags, True)
+        lay = TiffLayout(images, dtype, tags, True, align)
     if lay.size > MAX_HEADER_BYTES:
         pages = sum(i.pages for i in images)
         raise NotApplicable(f"a TIFF header for {pages} pages would exceed {MAX_HEADER_BYTES} B")
@@ -402,7 +414,7 @@ def tiled_layout(
     images: list[Image], dtype: np.dtype, tags: Sequence[Tag] = (), force_bigtiff: bool = False
 ) -> TiffLayout:
     """The tiled layout of an array (``tiled_image``) and its overviews."""
-    return _sized(images, _dtype_checked(dtype), tags, force_bigtiff)
+    return _sized(images, _dtype_checked(dtype), tags, force_bigtiff, TILES_ALIGN)
 
 
 def tiff_header_size(

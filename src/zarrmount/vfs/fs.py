@@ -232,6 +232,10 @@ class Filesystem:
         self._next_fh += 1
         return fh
 
+    def direct_io(self, fh: int) -> bool:
+        """Whether the handle ``fh`` is read past the page cache (its own, or the mount's)."""
+        return self.options.direct_io or self._handle(fh).direct_io
+
     def _handle(self, fh: int) -> Handle:
         handle = self._handles.get(fh)
         if handle is None:

@@ -20,6 +20,10 @@ from zarrmount.vfs.listing import Listing
 class Handle:
     """An open file: what read, write, flush, fsync and release reach."""
 
+    # Reads reach the handle as the reader asked them, past the kernel's page cache and
+    # its read-ahead: for files whose pages map to chunks otherwise than in order.
+    direct_io = False
+
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
         raise FsError(errno.EBADF)
 

@@ -102,9 +102,12 @@ class TiledTiff(Node):
 
 
 class TiledHandle(Handle):
-    """Bytes ``[0, layout.size)`` are the header, then the tiles of every level."""
+    """Bytes ``[0, layout.size)`` are the header, then the tiles of every level. Read
+    past the page cache: the kernel's read-ahead would run on from a reader's last tile
+    into the next in the file, outside its window, and decode that chunk for nothing."""
 
     __slots__ = ("layout", "handles", "tiles")
+    direct_io = True
 
     def __init__(self, layout: TiffLayout, handles: list[ArrayHandle]) -> None:
         self.layout = layout
