@@ -8,7 +8,11 @@ from typing import Any
 from zarrmount.format.conventions import parse_conventions
 from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
+from zarrmount.format.multiscales import describe as describe_pyramid
+from zarrmount.format.multiscales import pyramid
+from zarrmount.headers import NotApplicable
 from zarrmount.headers.netcdf_group import STRINGS, file_name, why_not
+from zarrmount.headers.tiff import tiled_image
 from zarrmount.hierarchy import Dialect, walk
 from zarrmount.inspect_places import line, places
 from zarrmount.options import SIDECAR_KINDS
@@ -45,11 +49,38 @@ def _sidecars(meta, file: str, kinds: list[str], dataset: str) -> dict[str, Any]
         kind: {"file": file + SIDECARS[kind].suffix} if reason is None else {"reason": reason}
         for kind, reason in reasons(described, raw).items()
     }
+    if "file" in found.get("tiff", {}):
+        found["tiff"]["tiles"] = _tiles(meta)
     if "text" in kinds and (meta.strings or meta.dtype.kind in "US"):
         # its size (within text_max, or not shown) is measured when its group is listed
         found["text"] = {"file": file + ".txt"}
     if "netcdf" in kinds and file != ROOT_ARRAY_NAME:
         found["netcdf"] = _netcdf(meta, file, dataset)
+    return found
+
+
+def _tiles(meta) -> list[int] | str:
+    """The ``.tif`` view's tile shape (its chunks'), or why it is made of strips."""
+    try:
+        return list(tiled_image(meta.shape, meta.chunks).block_shape)
+    except NotApplicable as e:
+        return f"strips: {e}"
+
+
+def _pyramids(walked: list[Node]) -> dict[str, str]:
+    """Each group's pyramid (levels shown as overviews of its first's tiled ``.tif``), or
+    why the multiscales it declares make none; groups declaring none are left out."""
+    arrays: dict[str, dict[str, tuple]] = {}
+    for node in walked:
+        if not isinstance(node, (GroupNode, HiddenNode)):
+            parent, _, name = node.path.rpartition("/")
+            arrays.setdefault(parent, {})[name] = (node.meta.shape, node.meta.dtype.str)
+    found = {}
+    for node in walked:
+        if isinstance(node, GroupNode):
+            got = pyramid(node.attributes, arrays.get(node.path, {}))
+            if got is not None:
+                found[node.path] = describe_pyramid(got)
     return found
 
 
@@ -112,7 +143,8 @@ def _line(d: dict[str, Any]) -> str:
     if d.get("convention_problems"):
         notes += f"  (malformed conventions: {'; '.join(d['convention_problems'])})"
     if d["type"] == "group":
-        return (name if name == "/" else f"{name}/") + notes
+        pyramid = f"  pyramid: {d['pyramid']}" if "pyramid" in d else ""
+        return (name if name == "/" else f"{name}/") + notes + pyramid
     shape = "x".join(map(str, d["shape"])) or "scalar"
     chunks = "x".join(map(str, d["chunks"])) or "scalar"
     if d["shards"]:
@@ -132,10 +164,16 @@ def _line(d: dict[str, Any]) -> str:
 
 
 def _sidecar_notes(sidecars: dict[str, Any]) -> str:
-    got = [k for k, v in sidecars.items() if "file" in v]
+    got = [k + _tiled(v.get("tiles")) for k, v in sidecars.items() if "file" in v]
     missing = [f"{k}: {v['reason']}" for k, v in sidecars.items() if "reason" in v]
     notes = f"  sidecars: {'+'.join(got)}" if got else ""
     return notes + (f"  (none for {'; '.join(missing)})" if missing else "")
+
+
+def _tiled(tiles: list[int] | str | None) -> str:
+    if tiles is None:
+        return ""
+    return f" ({tiles})" if isinstance(tiles, str) else f" (tiles {tiles[0]}x{tiles[1]})"
 
 
 def inspect(
@@ -151,9 +189,11 @@ def inspect(
     names the root group's netCDF file."""
     nodes = []
     walked = walk(dialect, root)
-    placed = places(walked)
+    placed, pyramids = places(walked), _pyramids(walked)
     for node in walked:
         found = describe(node, kinds or list(SIDECAR_KINDS), dataset)
+        if found["path"] in pyramids and found["type"] == "group":
+            found["pyramid"] = pyramids[found["path"]]
         if found["type"] == "array" and found["shown"]:
             found["from"] = dialect.store.origins(node.data_prefix.rstrip("/"))
             if found["path"] in placed:

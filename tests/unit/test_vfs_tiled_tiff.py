@@ -5,6 +5,7 @@ tiles padded with the fill value; arrays whose chunks cannot be tiles keep strip
 from __future__ import annotations
 
 import io
+import json
 import os
 
 import numpy as np
@@ -136,3 +137,27 @@ def test_a_pyramid_is_one_tiff_whose_overviews_are_the_lower_levels(tmp_path, ve
     with MemoryFile(data) as memory, memory.open() as ds:
         assert ds.overviews(1) == [2, 4]
         assert np.array_equal(ds.read(1, out_shape=levels[2].shape), levels[2])
+
+
+def test_inspect_names_the_tiles_the_strips_and_the_pyramid(tmp_path):
+    from ome_zarr.format import FormatV04
+    from ome_zarr.writer import write_image
+
+    from zarrmount.inspect_tree import inspect
+
+    root = str(tmp_path / "image.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    image = np.zeros((150, 200), "<u2")
+    options = {"chunks": (32, 48)}
+    write_image(
+        image, group, fmt=FormatV04(), axes="yx", scale_factors=(2,), storage_options=options
+    )
+    group.create_array("odd", shape=(30, 41), chunks=(8, 16), dtype="<u2")
+    dialect, node, _ = hierarchy.open_hierarchy(LocalStore(root))
+    found = json.loads(inspect(dialect, node, as_json=True, kinds=["tiff"]))
+    by_path = {n["path"]: n for n in found["nodes"]}
+    assert by_path[""]["pyramid"].startswith("levels s0, s1 ")
+    assert by_path["s0"]["sidecars"]["tiff"]["tiles"] == [32, 48]
+    assert by_path["odd"]["sidecars"]["tiff"]["tiles"].startswith("strips: TIFF tiles")
+    text = inspect(dialect, node, as_json=False, kinds=["tiff"])
+    assert "tiff (tiles 32x48)" in text and "pyramid: levels s0, s1" in text
