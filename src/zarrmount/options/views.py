@@ -12,7 +12,7 @@ from zarrmount.options.values import OptionError
 if TYPE_CHECKING:
     from zarrmount.options.mount_options import MountOptions
 
-SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "fits", "netcdf", "text")
+SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "fits", "nifti", "mrc", "netcdf", "text")
 DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
 
@@ -48,7 +48,8 @@ def dataset_name(source: str) -> str:
 VIEWS: tuple[Option, ...] = (
     Option(
         "sidecars=LIST",
-        "files for other programs: envi, nrrd, npy, tiff, fits, text beside each array, "
+        "files for other programs: envi, nrrd, npy, tiff, fits, nifti, mrc, text beside "
+        "each array, "
         "netcdf in each group, joined with +, or none (default envi+text)",
         _sidecars,
     ),

@@ -14,6 +14,7 @@ import numpy as np
 
 from zarrmount.array.byteorder import Convert, to_big_endian
 from zarrmount.format.georef import Place
+from zarrmount.format.physical import Space
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.geotiff import geotiff_tags
@@ -31,6 +32,7 @@ class Subject:
     attributes: dict[str, Any]
     place: Place | None = None  # where it lies on a map (format/georef.py)
     nodata: int | float | None = None  # the value marking missing data, if one does
+    space: Space | None = None  # where its elements lie in physical space (format/physical.py)
 
 
 @dataclass(frozen=True)
