@@ -37,8 +37,8 @@ def tiles_of(arr: np.ndarray, tile: tuple[int, int], pad: int = 0) -> bytes:
     return b"".join(out)
 
 
-def write(path, levels: list[np.ndarray], chunks: tuple[int, ...], **kw) -> str:
-    images = [tiled_image(a.shape, chunks, reduced=k > 0) for k, a in enumerate(levels)]
+def write(path, levels: list[np.ndarray], chunks: tuple[int, ...], planes=False, **kw) -> str:
+    images = [tiled_image(a.shape, chunks, k > 0, planes) for k, a in enumerate(levels)]
     lay = tiled_layout(images, levels[0].dtype, **kw)
     header = lay.header_range(0, lay.size)
     assert len(header) == lay.size and lay.size % (64 << 10) == 0
@@ -147,3 +147,20 @@ def test_too_many_tiles_are_refused():
     with pytest.raises(NotApplicable):
         tiled_layout([image], np.dtype("u1"))
     assert image.pages * image.blocks * 4 > MAX_HEADER_BYTES
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("big", [False, True])
+def test_subifds_hold_each_planes_lower_levels(tmp_path, levels, big):
+    """OME-TIFF's pyramid: every plane (a page) lists its reduced versions as SubIFDs."""
+    full = sample((2, 3, 130, 200), np.dtype(">i2"))
+    pyramid = [full[..., :: 2**k, :: 2**k].copy() for k in range(levels)]
+    path = write(
+        tmp_path / "a.tif", pyramid, (1, 1, 32, 64), planes=True, subifds=True, force_bigtiff=big
+    )
+    with tifffile.TiffFile(path) as tif:
+        assert len(tif.pages) == 6  # the planes alone are in the chain
+        series = tif.series[0]
+        assert series.shape == (6, 130, 200) and len(series.levels) == levels
+        for level, expected in zip(series.levels, pyramid, strict=True):
+            assert np.array_equal(level.asarray(), expected.reshape(6, *expected.shape[-2:]))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from zarrmount.array.reader import ArrayReader
-from zarrmount.headers.tiff import Block
+from zarrmount.headers.tiff import Block, Image
 from zarrmount.layout import Copy, c_order_boxes
 from zarrmount.memory import aligned_empty
 
@@ -17,11 +17,14 @@ Coords = tuple[int, ...]
 
 
 class Tiles:
-    """The tiles of one array (one image of a tiled TIFF), read through its engine."""
+    """The tiles of one array (``image`` of a tiled TIFF), read through its engine."""
 
-    def __init__(self, engine: ArrayReader) -> None:
+    def __init__(self, engine: ArrayReader, image: Image) -> None:
         self.engine = engine
         meta = engine.meta
+        # the dimensions a page index runs over: all before the image's but its bands'
+        self.paged = meta.shape[:-2] if image.bands == 1 else meta.shape[:-3]
+        self.banded = image.bands > 1
         self.shape, self.chunks = meta.shape, meta.chunks
         self.tile = meta.chunks[-2:]
         self.itemsize = meta.itemsize
@@ -30,8 +33,8 @@ class Tiles:
     def _where(self, block: Block) -> tuple[Coords, Coords, tuple[int, int]]:
         """The chunk holding ``block``, the plane's index within it, and the tile's part
         within the array (rows, columns)."""
-        lead = np.unravel_index(block.page, self.shape[:-3]) if len(self.shape) > 3 else ()
-        index = (*map(int, lead), block.band)[: len(self.shape) - 2]
+        lead = np.unravel_index(block.page, self.paged) if self.paged else ()
+        index = (*map(int, lead), *((block.band,) if self.banded else ()))
         outer = tuple(i // c for i, c in zip(index, self.chunks, strict=False))
         inner = tuple(i % c for i, c in zip(index, self.chunks, strict=False))
         (tl, tw), (length, width) = self.tile, self.shape[-2:]

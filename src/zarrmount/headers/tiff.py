@@ -30,11 +30,12 @@ import math
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from zarrmount.headers.base import NotApplicable
-from zarrmount.headers.tifftags import LONG, LONG8, RATIONAL, SHORT, Tag
+from zarrmount.headers.tifftags import IFD, IFD8, LONG, LONG8, RATIONAL, SHORT, Tag
 
 #: Headers are made on demand; beyond this many bytes we refuse (about 385,000 classic
 #: pages of 174 bytes, or 226,000 BigTIFF pages of 296 bytes).
@@ -52,7 +53,8 @@ MAX_BANDS = 65535  # SamplesPerPixel is a SHORT
 # SampleFormat by NumPy kind; bool is stored as bytes 0/1, so it is shown as uint8.
 _SAMPLE_FORMAT = {"u": 1, "b": 1, "i": 2, "f": 3}
 _ITEMSIZES = {"u": (1, 2, 4, 8), "b": (1,), "i": (1, 2, 4, 8), "f": (2, 4, 8)}
-_STRIPS, _STRIP_COUNTS, _TILES, _TILE_COUNTS = 273, 279, 324, 325
+_STRIPS, _STRIP_COUNTS, _TILES, _TILE_COUNTS, _SUBIFDS = 273, 279, 324, 325, 330
+_PER_IFD = (_STRIPS, _TILES, _SUBIFDS)  # tags whose value differs from page to page
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,9 @@ class _Progression:
 
 class TiffLayout:
     """A TIFF header for ``images`` of ``dtype``, and where each block's bytes lie after
-    it. ``tags`` go into the first image's IFDs (GeoTIFF's, GDAL's)."""
+    it. ``tags`` go into the first image's IFDs (GeoTIFF's, GDAL's). The reduced images
+    follow the first in the IFD chain (GDAL's overviews) or, with ``subifds``, are each
+    page's SubIFDs (OME-TIFF's pyramids: every image then has the first's pages)."""
 
     def __init__(
         self,
@@ -134,6 +138,7 @@ class TiffLayout:
         tags: Sequence[Tag] = (),
         big: bool = False,
         align: int = _ALIGN,
+        subifds: bool = False,
     ) -> None:
         dtype = np.dtype(dtype)
         self.images = tuple(images)
@@ -143,6 +148,7 @@ class TiffLayout:
         self.big = big
         self.tags = tuple(tags)
         self.align = align
+        self.subifds = subifds and len(self.images) > 1
         self.block_bytes = [math.prod(i.block_shape) * self.itemsize for i in self.images]
         spans = [i.pages * i.blocks * b for i, b in zip(self.images, self.block_bytes, strict=True)]
         self.bases = [sum(spans[:k]) for k in range(len(spans))]  # of each image's data
@@ -181,6 +187,9 @@ class TiffLayout:
         for image in self.images:
             places.append(at)
             at += image.pages * image.blocks * self._word if image.blocks > 1 else 0
+        self._sub_at, self._sub_end = at, at
+        if self.subifds and len(self.images) > 2:  # else each page's one SubIFD is inline
+            self._sub_end = at = at + self.images[0].pages * (len(self.images) - 1) * self._word
         self.size = -(-at // self.align) * self.align
         self._offsets: list[_Progression | None] = [
             _Progression(p, i.pages * i.blocks, self.size + base, step, self._word)
@@ -226,25 +235,27 @@ class TiffLayout:
             tags += [Tag(_TILES, offset, (0,) * n), Tag(_TILE_COUNTS, offset, (0,) * n)]
         if k == 0:
             tags += self.tags
+            if self.subifds:
+                tags.append(Tag(_SUBIFDS, IFD8 if self.big else IFD, (0,) * (len(self.images) - 1)))
         return sorted(tags, key=lambda t: t.code)
 
-    def _template(self, k: int, tags: list[Tag]) -> tuple[bytes, int]:
-        """Image ``k``'s IFD with zeros where the per-IFD values go, and where its block
-        offsets' field lies in it."""
+    def _template(self, k: int, tags: list[Tag]) -> tuple[bytes, dict[int, int]]:
+        """Image ``k``'s IFD with zeros where the per-IFD values go, and where those
+        fields lie in it (by tag)."""
         count = struct.pack(self.order + ("Q" if self.big else "H"), len(tags))
-        parts, field_at = [count], -1
+        parts, fields = [count], {}
         for tag in tags:
-            if tag.code in (_STRIPS, _TILES):
-                field_at = sum(map(len, parts)) + (12 if self.big else 8)
+            if tag.code in _PER_IFD:
+                fields[tag.code] = sum(map(len, parts)) + (12 if self.big else 8)
             parts.append(self._entry(k, tag))
         parts.append(bytes(self._word))
-        return b"".join(parts), field_at
+        return b"".join(parts), fields
 
     def _entry(self, k: int, tag: Tag) -> bytes:
         """One entry of image ``k``'s IFDs, its value inline or among the shared ones."""
         kind = "HHQ" if self.big else "HHI"
         head = struct.pack(self.order + kind, tag.code, tag.kind, tag.count)
-        if tag.code in (_STRIPS, _TILES):  # per IFD: filled in by _ifds
+        if tag.code in _PER_IFD:  # filled in by _ifds
             return head + bytes(self._word)
         if tag.code in (_STRIP_COUNTS, _TILE_COUNTS):
             counts = self._counts[k]
@@ -272,7 +283,7 @@ class TiffLayout:
     def _ifds(self, k: int, first: int, stop: int) -> bytes:
         """IFDs ``first`` to ``stop - 1`` of image ``k``: its template, the block offsets
         (or where they lie) and the next IFD's offset filled in per IFD."""
-        template, field_at = self._templates[k]
+        template, fields = self._templates[k]
         image, size = self.images[k], self.ifd_sizes[k]
         n = stop - first
         if n <= 0:
@@ -284,17 +295,43 @@ class TiffLayout:
             return np.ndarray((n,), kind, buf, pos, (size,))
 
         pages = np.arange(first, stop, dtype=np.uint64)
-        offsets = self._offsets[k]
-        if offsets is None:  # one block: its offset is in the entry
-            base, step = self.size + self.bases[k], self.block_bytes[k]
-        else:
-            base, step = offsets.at, image.blocks * self._word
-        column(field_at)[:] = np.uint64(base) + pages * np.uint64(step)
+        for code, (base, step) in self._per_ifd(k).items():
+            column(fields[code])[:] = np.uint64(base) + pages * np.uint64(step)
         nexts = np.uint64(self.ifd_starts[k]) + (pages + np.uint64(1)) * np.uint64(size)
-        if k == len(self.images) - 1 and stop == image.pages:
+        last = 0 if self.subifds else len(self.images) - 1
+        if k > last:
+            nexts[:] = 0  # SubIFDs: each is found through its page's list
+        elif k == last and stop == image.pages:
             nexts[-1] = 0  # the last IFD ends the chain
         column(size - kind.itemsize)[:] = nexts
         return buf.tobytes()
+
+    def _per_ifd(self, k: int) -> dict[int, tuple[int, int]]:
+        """The per-IFD fields of image ``k``: the value in page ``i``'s is base + i * step."""
+        image, offsets = self.images[k], self._offsets[k]
+        if offsets is None:  # one block: its offset is in the entry
+            found = {_STRIPS: (self.size + self.bases[k], self.block_bytes[k])}
+        else:
+            found = {_STRIPS: (offsets.at, image.blocks * self._word)}
+        if image.tile is not None:
+            found[_TILES] = found.pop(_STRIPS)
+        if k == 0 and self.subifds:
+            if len(self.images) == 2:  # the page's one SubIFD, inline
+                found[_SUBIFDS] = (self.ifd_starts[1], self.ifd_sizes[1])
+            else:
+                found[_SUBIFDS] = (self._sub_at, (len(self.images) - 1) * self._word)
+        return found
+
+    def _subifd_lists(self, a: int, b: int) -> bytes:
+        """Bytes ``[a, b)`` of the pages' SubIFD lists: page i's level l is at
+        ``ifd_starts[l] + i * ifd_sizes[l]``."""
+        word, levels = self._word, len(self.images) - 1
+        k0, k1 = a // word, -(-b // word)
+        page, level = np.divmod(np.arange(k0, k1, dtype=np.uint64), np.uint64(levels))
+        starts = np.array(self.ifd_starts[1:], np.uint64)[level.astype(np.intp)]
+        sizes = np.array(self.ifd_sizes[1:], np.uint64)[level.astype(np.intp)]
+        raw = (starts + page * sizes).astype(f"{self.order}u{word}").tobytes()
+        return raw[a - k0 * word : b - k0 * word]
 
     def _regions(self) -> Iterator[tuple[int, int, object]]:
         """(start, stop, maker) of each part of the header, in order."""
@@ -309,6 +346,7 @@ class TiffLayout:
         for progression in self._offsets:
             if progression is not None:
                 yield progression.at, progression.end, progression
+        yield self._sub_at, self._sub_end, self._subifd_lists
 
     def header_range(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the header, making only the parts they touch (a
@@ -365,7 +403,7 @@ def _dtype_checked(dtype: np.dtype) -> np.dtype:
 
 
 def _sized(
-    images: list[Image], dtype: np.dtype, tags: Sequence[Tag], big: bool, align: int = _ALIGN
+    images: list[Image], dtype: np.dtype, tags: Sequence[Tag], big: bool, **how: Any
 ) -> TiffLayout:
     """Classic TIFF while every offset fits in 32 bits (while the whole file does), else
     BigTIFF; refused past MAX_HEADER_BYTES."""
@@ -373,9 +411,9 @@ def _sized(
         if max(image.length, image.width) > _MAX_LONG:
             raise NotApplicable("TIFF images are at most 2**32 - 1 pixels wide and long")
     data = sum(i.pages * i.blocks * math.prod(i.block_shape) for i in images) * dtype.itemsize
-    lay = TiffLayout(images, dtype, tags, big or data > _MAX_LONG, align)
+    lay = TiffLayout(images, dtype, tags, big or data > _MAX_LONG, **how)
     if not lay.big and lay.size + lay.data_size > _MAX_LONG:
-        lay = TiffLayout(images, dtype, tags, True, align)
+        lay = TiffLayout(images, dtype, tags, True, **how)
     if lay.size > MAX_HEADER_BYTES:
         pages = sum(i.pages for i in images)
         raise NotApplicable(f"a TIFF header for {pages} pages would exceed {MAX_HEADER_BYTES} B")
@@ -395,8 +433,11 @@ def strip_layout(
     return _sized([Image(pages, 1, length, width)], dtype, tags, force_bigtiff)
 
 
-def tiled_image(shape: tuple[int, ...], chunks: tuple[int, ...], reduced: bool = False) -> Image:
-    """An array as tiles that are its chunks: NotApplicable where TIFF cannot tile it so."""
+def tiled_image(
+    shape: tuple[int, ...], chunks: tuple[int, ...], reduced: bool = False, planes: bool = False
+) -> Image:
+    """An array as tiles that are its chunks: NotApplicable where TIFF cannot tile it so.
+    The dimension before the last two is bands, or with ``planes`` pages as the others."""
     if len(shape) < 2:
         raise NotApplicable("a tiled TIFF needs two dimensions")
     if not math.prod(shape):
@@ -404,17 +445,24 @@ def tiled_image(shape: tuple[int, ...], chunks: tuple[int, ...], reduced: bool =
     tile = chunks[-2], chunks[-1]
     if tile[0] % 16 or tile[1] % 16:
         raise NotApplicable(f"TIFF tiles are multiples of 16; the chunks' last two are {tile}")
-    bands = shape[-3] if len(shape) > 2 else 1
+    bands = shape[-3] if len(shape) > 2 and not planes else 1
     if bands > MAX_BANDS:
         raise NotApplicable(f"TIFF holds at most {MAX_BANDS} bands, not {bands}")
-    return Image(math.prod(shape[:-3]), bands, shape[-2], shape[-1], tile, reduced)
+    pages = math.prod(shape[:-2]) // bands
+    return Image(pages, bands, shape[-2], shape[-1], tile, reduced)
 
 
 def tiled_layout(
-    images: list[Image], dtype: np.dtype, tags: Sequence[Tag] = (), force_bigtiff: bool = False
+    images: list[Image],
+    dtype: np.dtype,
+    tags: Sequence[Tag] = (),
+    force_bigtiff: bool = False,
+    subifds: bool = False,
 ) -> TiffLayout:
-    """The tiled layout of an array (``tiled_image``) and its overviews."""
-    return _sized(images, _dtype_checked(dtype), tags, force_bigtiff, TILES_ALIGN)
+    """The tiled layout of an array (``tiled_image``) and its overviews (reduced images
+    in the IFD chain, or each page's SubIFDs)."""
+    dtype = _dtype_checked(dtype)
+    return _sized(images, dtype, tags, force_bigtiff, align=TILES_ALIGN, subifds=subifds)
 
 
 def tiff_header_size(

@@ -7,8 +7,9 @@ import struct
 from dataclasses import dataclass
 
 # TIFF field types.
-BYTE, ASCII, SHORT, LONG, RATIONAL, DOUBLE, LONG8 = 1, 2, 3, 4, 5, 12, 16
-FORMATS = {BYTE: "B", ASCII: "B", SHORT: "H", LONG: "I", RATIONAL: "II", DOUBLE: "d", LONG8: "Q"}
+BYTE, ASCII, SHORT, LONG, RATIONAL, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 5, 12, 13, 16, 18
+FORMATS = {BYTE: "B", ASCII: "B", SHORT: "H", LONG: "I", RATIONAL: "II", DOUBLE: "d"}
+FORMATS |= {IFD: "I", LONG8: "Q", IFD8: "Q"}
 SIZES = {kind: struct.calcsize("<" + fmt) for kind, fmt in FORMATS.items()}
 
 

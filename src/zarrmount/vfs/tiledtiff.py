@@ -113,7 +113,10 @@ class TiledHandle(Handle):
         self.layout = layout
         self.handles = handles
         engines = [h.engine for h in handles]
-        self.tiles = [Tiles(e.engine if isinstance(e, Swapped) else e) for e in engines]
+        self.tiles = [
+            Tiles(e.engine if isinstance(e, Swapped) else e, image)
+            for e, image in zip(engines, layout.images, strict=True)
+        ]
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
         lay = self.layout
