@@ -203,7 +203,12 @@ def assemble(
     sidecars = tuple(SIDECARS[kind] for kind in options.sidecars if kind in SIDECARS)
     dataset = options.dataset_name if "netcdf" in options.sidecars else None
     table = InodeTable(
-        Tree(dialect, store), mount.arrays, sidecars, "text" in options.sidecars, dataset
+        Tree(dialect, store),
+        mount.arrays,
+        sidecars,
+        "text" in options.sidecars,
+        dataset,
+        options.dataset_name or "root",
     )
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):

@@ -98,3 +98,35 @@ def test_a_window_decodes_the_chunks_it_covers_and_no_other(mount_factory, tmp_p
     )
     assert mount.stats()["cache_misses"] == 4
     assert np.array_equal(tifffile.imread(out), values[256:768, 256:768])
+
+
+def test_an_ome_zarr_image_is_one_pyramidal_ome_tiff(mount_factory, tmp_path):
+    ome_types = pytest.importorskip("ome_types")
+    from ome_zarr.format import FormatV05
+
+    root = str(tmp_path / "cells.zarr")
+    group = zarr.open_group(root, mode="w", zarr_format=3)
+    image = np.random.default_rng(4).integers(0, 4000, (2, 3, 96, 128)).astype("<u2")
+    scale = {"c": 1.0, "z": 0.5, "y": 0.1, "x": 0.1}
+    units = {"z": "micrometer", "y": "micrometer", "x": "micrometer"}
+    options = {"chunks": (1, 1, 32, 32)}
+    write_image(
+        image,
+        group,
+        fmt=FormatV05(),
+        axes="czyx",
+        scale_factors=(2, 4),
+        scale=scale,
+        axes_units=units,
+        storage_options=options,
+    )
+    arrays = sorted(zarr.open_group(root, mode="r").arrays(), key=lambda a: -a[1].size)
+    mount = mount_factory(root, ["sidecars=tiff", "dataset_name=cells"], tag="tiled-ome")
+    with tifffile.TiffFile(mount.p("cells.ome.tif")) as tif:
+        assert tif.is_ome and len(tif.series[0].levels) == 3
+        for level, (_, array) in zip(tif.series[0].levels, arrays, strict=True):
+            got = level.asarray(squeeze=False).reshape(array.shape)
+            assert np.array_equal(got, np.asarray(array[...]))
+        pixels = ome_types.from_xml(tif.ome_metadata).images[0].pixels
+    assert (pixels.size_c, pixels.size_z, pixels.size_y, pixels.size_x) == image.shape
+    assert (pixels.physical_size_z, pixels.physical_size_x) == (0.5, 0.1)

@@ -28,7 +28,7 @@ from zarrmount.vfs.places import places
 from zarrmount.vfs.sidecarfile import SidecarFile, subject
 from zarrmount.vfs.sidecars import Sidecar, header_size, tiff_tags
 from zarrmount.vfs.textfile import TextFile
-from zarrmount.vfs.tiledtiff import TiledTiff, layout_of, tiled_levels
+from zarrmount.vfs.tiledtiff import TiledTiff, layout_of, ome_layout, tiled_levels
 from zarrmount.vfs.xattrs import warn_conventions
 
 log = logging.getLogger(__name__)
@@ -49,12 +49,14 @@ class InodeTable:
         sidecars: tuple[Sidecar, ...] = (),
         text: bool = True,
         dataset: str | None = None,
+        root_name: str = "root",
     ) -> None:
         self.tree = tree
         self.arrays = arrays
         self.sidecars = sidecars  # shown beside each array file that has them
         self.text = text  # arrays of strings shown as NAME.txt
         self.dataset = dataset  # the root group's name: each group is a NAME.nc; None: not
+        self.root_name = root_name  # the root group's name in the files named for groups
         self._netcdf: dict[int, NetcdfFile] = {}  # by directory: kept while unchanged
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
@@ -176,7 +178,8 @@ class InodeTable:
                 if model.meta.dtype.kind in "US":
                     texts.append((child.name, model, file))
         placed = await self._places(parent, files)
-        overviews = self._overviews(parent, files)
+        levels = self._pyramid(parent, files)
+        overviews = self._overviews(levels, files)
         for name, file in files:
             found = placed.get(name)
             place = found if isinstance(found, Place) else None
@@ -184,6 +187,7 @@ class InodeTable:
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
         self._add_netcdf(parent, listing)
+        self._add_ome_tiff(parent, listing, levels, files)
         return listing
 
     async def _places(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict[str, Found]:
@@ -194,19 +198,48 @@ class InodeTable:
         attributes = group.attributes if isinstance(group, GroupNode) else {}
         return await places(attributes, dict(files))
 
-    def _overviews(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict:
-        """The lower levels of the group's pyramid (format/multiscales.py), by the name of
-        its full-resolution array, where a tiled view shows them as overviews."""
+    def _pyramid(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> Pyramid | None:
+        """The group's pyramid (format/multiscales.py), where a tiled view shows it."""
         group = parent.model
         if not any(s.tiled for s in self.sidecars) or not isinstance(group, GroupNode):
-            return {}
-        by_name = dict(files)
+            return None
         arrays = {n: (f.array.meta.shape, f.array.meta.dtype.str) for n, f in files}
         found = pyramid(group.attributes, arrays)
-        if not isinstance(found, Pyramid):
-            return {}
-        first, *lower = [by_name[level.path] for level in found.levels]
-        return {found.levels[0].path: tiled_levels([first, *lower])[1:]}
+        return found if isinstance(found, Pyramid) else None
+
+    @staticmethod
+    def _levels(found: Pyramid | None, files: list[tuple[str, ArrayFile]]) -> list[ArrayFile]:
+        """The pyramid's levels that can be tiles of one TIFF, full resolution first."""
+        if found is None:
+            return []
+        by_name = dict(files)
+        return tiled_levels([by_name[level.path] for level in found.levels])
+
+    def _overviews(self, found: Pyramid | None, files: list[tuple[str, ArrayFile]]) -> dict:
+        """The lower levels of the group's pyramid, by the name of its full-resolution
+        array: its tiled view shows them as overviews."""
+        levels = self._levels(found, files)
+        return {found.levels[0].path: levels[1:]} if found and levels else {}
+
+    def _add_ome_tiff(
+        self, parent: Node, listing: Listing, found: Pyramid | None, files: list
+    ) -> None:
+        """``GROUP.ome.tif``: the group's pyramid as one OME-TIFF, where it has one."""
+        levels = self._levels(found, files)
+        if found is None or not levels:
+            return
+        group = parent.model
+        name = (group.path.rpartition("/")[2] or self.root_name) + ".ome.tif"
+        if name in listing.entries:
+            log.warning("%s: no OME-TIFF: a node of that name exists", name)
+            return
+        try:
+            layout = ome_layout(levels, name.removesuffix(".ome.tif"), found, group.attributes)
+        except NotApplicable as e:
+            log.info("%s: no OME-TIFF: %s", group.path or "/", e)
+            return
+        node = TiledTiff(self.next_ino(), parent.ino, levels, layout, self)
+        listing.put(name, name, self.add(node).ino)
 
     def _add_sidecars(
         self,

@@ -17,9 +17,11 @@ import numpy as np
 from zarrmount.array import Swapped
 from zarrmount.array.tiles import Tiles
 from zarrmount.errors import FsError
+from zarrmount.format.multiscales import Pyramid
 from zarrmount.headers import NotApplicable
+from zarrmount.headers.ome import channel_names, ome_xml
 from zarrmount.headers.tiff import TiffLayout, tiled_image, tiled_layout
-from zarrmount.headers.tifftags import Tag
+from zarrmount.headers.tifftags import ASCII, Tag
 from zarrmount.vfs.arrayfile import ArrayFile, ArrayHandle
 from zarrmount.vfs.node import Context, Handle, Node
 
@@ -53,6 +55,19 @@ def layout_of(levels: Sequence[ArrayFile], tags: Sequence[Tag]) -> TiffLayout:
     if images[0].pages > 1:
         images = images[:1]  # overviews of one image only: readers take pages otherwise
     return tiled_layout(images, metas[0].dtype, tags)
+
+
+def ome_layout(levels: Sequence[ArrayFile], name: str, found: Pyramid, attributes: dict):
+    """The pyramidal OME-TIFF of an OME-Zarr image: every plane a page, its lower
+    resolutions its SubIFDs, the OME-XML in the first image's description."""
+    metas = [f.array.meta for f in levels]
+    images = [tiled_image(m.shape, m.chunks, k > 0, planes=True) for k, m in enumerate(metas)]
+    first = metas[0]
+    xml = ome_xml(
+        name, first.shape, first.dtype, found.axes, found.levels[0].scale, channel_names(attributes)
+    )
+    description = Tag(270, ASCII, xml.encode() + b"\0")  # OME-XML is UTF-8
+    return tiled_layout(images, first.dtype, (description,), subifds=True)
 
 
 class TiledTiff(Node):
