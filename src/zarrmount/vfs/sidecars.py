@@ -1,8 +1,8 @@
 """Files beside each array file for programs that know nothing of Zarr: a header that
 describes ``NAME`` (ENVI ``.hdr``, NRRD ``.nhdr``), or a view that is a header followed by
 ``NAME``'s own bytes (``.npy``, ``.tif``), or by its elements as another format stores
-them (``.fits``: big-endian, zero-padded to whole blocks). Which ones a mount shows is
-``-o sidecars``."""
+them (``.fits``: big-endian, zero-padded to whole blocks; ``.nii``: little-endian). Which
+ones a mount shows is ``-o sidecars``."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from zarrmount.array.byteorder import Convert, to_big_endian
+from zarrmount.array.byteorder import Convert, swapping, to_big_endian
 from zarrmount.format.georef import Place
 from zarrmount.format.physical import Space
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.geotiff import geotiff_tags
+from zarrmount.headers.nifti import nifti_header
 from zarrmount.headers.tiff import strip_layout
 from zarrmount.headers.tifftags import Tag
 
@@ -69,6 +70,11 @@ def _big_endian(dtype: np.dtype) -> Convert | None:
     return to_big_endian(dtype, flips_sign(dtype))
 
 
+def _little_endian(dtype: np.dtype) -> Convert | None:
+    """NIfTI's data: little-endian (the header says so), a big-endian array's swapped."""
+    return swapping(dtype, dtype.newbyteorder("<")) if dtype.byteorder == ">" else None
+
+
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
@@ -96,6 +102,13 @@ SIDECARS: dict[str, Sidecar] = {
             view=True,
             convert=_big_endian,
             block=BLOCK,
+        ),
+        _made_whole(
+            "nifti",
+            ".nii",
+            lambda s: nifti_header(s.shape, s.dtype, s.space),
+            view=True,
+            convert=_little_endian,
         ),
     )
 }
