@@ -234,7 +234,8 @@ class TiffLayout:
             tags += [Tag(322, LONG, (image.tile[1],)), Tag(323, LONG, (image.tile[0],))]
             tags += [Tag(_TILES, offset, (0,) * n), Tag(_TILE_COUNTS, offset, (0,) * n)]
         if k == 0:
-            tags += self.tags
+            given = {t.code for t in self.tags}  # these replace the defaults (resolution)
+            tags = [t for t in tags if t.code not in given] + list(self.tags)
             if self.subifds:
                 tags.append(Tag(_SUBIFDS, IFD8 if self.big else IFD, (0,) * (len(self.images) - 1)))
         return sorted(tags, key=lambda t: t.code)
