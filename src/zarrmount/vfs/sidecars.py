@@ -18,6 +18,7 @@ from zarrmount.format.physical import Space
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.geotiff import geotiff_tags
+from zarrmount.headers.mrc import mrc_header
 from zarrmount.headers.nifti import nifti_header
 from zarrmount.headers.tiff import strip_layout
 from zarrmount.headers.tifftags import Tag
@@ -71,7 +72,8 @@ def _big_endian(dtype: np.dtype) -> Convert | None:
 
 
 def _little_endian(dtype: np.dtype) -> Convert | None:
-    """NIfTI's data: little-endian (the header says so), a big-endian array's swapped."""
+    """NIfTI's and MRC's data: little-endian (their headers say so), a big-endian array's
+    swapped."""
     return swapping(dtype, dtype.newbyteorder("<")) if dtype.byteorder == ">" else None
 
 
@@ -107,6 +109,13 @@ SIDECARS: dict[str, Sidecar] = {
             "nifti",
             ".nii",
             lambda s: nifti_header(s.shape, s.dtype, s.space),
+            view=True,
+            convert=_little_endian,
+        ),
+        _made_whole(
+            "mrc",
+            ".mrc",
+            lambda s: mrc_header(s.shape, s.dtype, s.space),
             view=True,
             convert=_little_endian,
         ),
