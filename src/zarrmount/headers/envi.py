@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from zarrmount.format.georef import Place
+from zarrmount.format.physical import Space, length_in
 from zarrmount.headers.base import NotApplicable, plain_type
 
 # ENVI ``data type`` codes by (NumPy kind, item size). ENVI defines 14 and 15 (64-bit
@@ -59,10 +60,37 @@ def map_lines(place: Place) -> list[str]:
     ]
 
 
-def envi_header(shape: tuple[int, ...], dtype: np.dtype, place: Place | None = None) -> bytes:
+def pixel_size(space: Space) -> tuple[float, float] | None:
+    """The samples' and lines' size in metres (the last two axes', of space, each with a
+    length unit), None where the space gives no such size."""
+    if len(space.axes) < 2 or any(axis.type != "space" for axis in space.axes[-2:]):
+        return None
+    y, x = (length_in(space.scale[d], space.axes[d].unit, "meter") for d in (-2, -1))
+    return None if x is None or y is None else (x, y)
+
+
+def pixel_lines(space: Space, place: Place | None) -> list[str]:
+    """``pixel size`` (ENVI's form: x, y and the unit), which ENVI reads only where no
+    ``map info`` gives the pixels' size: with a ``place`` it is left out, saying so (an
+    array on a map and in a physical space is odd; the map wins, as GDAL reads it)."""
+    size = pixel_size(space)
+    if size is None:
+        return []
+    numbers = ", ".join(repr(v) for v in size)
+    if place is not None:
+        return [f"; the pixel size of {space.convention} ({numbers} metres) left out: map info"]
+    return [f"pixel size = {{{numbers}, units=Meters}}"]
+
+
+def envi_header(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    place: Place | None = None,
+    space: Space | None = None,
+) -> bytes:
     """The ENVI header of a raw C-order file of ``shape`` and ``dtype``: a 2-D array is one
     band of (lines, samples), a 3-D one is (bands, lines, samples); placed on a map where
-    ``place`` says."""
+    ``place`` says, its pixel size given where ``space`` has one."""
     dtype = np.dtype(dtype)
     bands, lines, samples = _bands_lines_samples(tuple(shape))
     code = envi_data_type(dtype)
@@ -79,5 +107,6 @@ def envi_header(shape: tuple[int, ...], dtype: np.dtype, place: Place | None = N
         "interleave = bsq",
         f"byte order = {int(big)}",
         *(map_lines(place) if place else ()),
+        *(pixel_lines(space, place) if space and len(space.axes) == len(shape) else ()),
     ]
     return ("\n".join(lines_out) + "\n").encode()

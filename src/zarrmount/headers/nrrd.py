@@ -2,14 +2,23 @@
 read any dimension count this way.
 
 NRRD lists sizes fastest axis first, so a C-order shape is written reversed.
+
+Where the array has a physical space (``format/physical.py``), every axis but the channel
+ones is an axis of the world space (time too, as NRRD's named spaces with time have it):
+ITK takes an image's dimensions from the domain axes and refuses a header whose ``space
+dimension`` is not their number, so a time axis outside the space would make ITK refuse
+the file. Channel axes are ``list`` (range) axes: ITK reads the first as the pixels'
+components.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
+from zarrmount.format.physical import Space
 from zarrmount.headers.base import NotApplicable, plain_type
 
 # NRRD type names by (NumPy kind, item size); Teem's reference reader and pynrrd accept
@@ -26,6 +35,10 @@ _TYPES: dict[tuple[str, int], str] = {
     ("f", 4): "float",
     ("f", 8): "double",
 }
+
+# NRRD kinds by OME-Zarr axis type; others (space, custom, none) are "domain", as ITK
+# and Slicer write a spatial axis.
+_KINDS = {"time": "time", "channel": "list"}
 
 # Teem (hence ITK) reads at most this many axes.
 _MAX_DIM = 16
@@ -69,9 +82,40 @@ def _check_shape(shape: tuple[int, ...]) -> None:
         raise NotApplicable(f"NRRD has no empty axes (shape {tuple(shape)})")
 
 
-def nrrd_header(shape: tuple[int, ...], dtype: np.dtype, data_file: str) -> bytes:
+def _vector(values: Iterable[float]) -> str:
+    return "(" + ",".join(repr(float(v)) for v in values) + ")"
+
+
+def space_lines(space: Space) -> list[str]:
+    """The space fields of ``space``: a world axis for each non-channel axis (fastest
+    first), its scale along it, the translation as the first sample's centre, the
+    units where every world axis has one, and every axis's kind."""
+    order = range(len(space.axes) - 1, -1, -1)  # NRRD's: fastest first
+    world = [d for d in order if space.axes[d].type != "channel"]
+    if not world:
+        return []
+    directions = []
+    for dim in order:
+        along = [space.scale[dim] if d == dim else 0.0 for d in world]
+        directions.append(_vector(along) if dim in world else "none")
+    units = [space.axes[d].unit for d in world]
+    lines = [
+        f"space dimension: {len(world)}",
+        "space directions: " + " ".join(directions),
+        "kinds: " + " ".join(_KINDS.get(space.axes[d].type or "", "domain") for d in order),
+        "space origin: " + _vector(space.translation[d] for d in world),
+    ]
+    if None not in units:
+        lines.append("space units: " + " ".join(f'"{u}"' for u in units))
+    return lines
+
+
+def nrrd_header(
+    shape: tuple[int, ...], dtype: np.dtype, data_file: str, space: Space | None = None
+) -> bytes:
     """The detached NRRD header of the raw C-order file ``data_file`` (a name in the same
-    directory) holding an array of ``shape`` and ``dtype``."""
+    directory) holding an array of ``shape`` and ``dtype``, with its physical ``space``
+    where it has one."""
     dtype = np.dtype(dtype)
     shape = tuple(int(n) for n in shape)
     _check_shape(shape)
@@ -83,6 +127,8 @@ def nrrd_header(shape: tuple[int, ...], dtype: np.dtype, data_file: str) -> byte
         f"dimension: {len(shape)}",
         "sizes: " + " ".join(map(str, reversed(shape))),
     ]
+    if space is not None and len(space.axes) == len(shape):
+        lines += space_lines(space)
     if dtype.itemsize > 1:
         lines.append("endian: " + ("big" if dtype.str[0] == ">" else "little"))
     # Last, where Teem's writer puts it (its LIST form must end the header).
