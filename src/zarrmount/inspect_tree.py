@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from zarrmount.format.conventions import parse_conventions
@@ -10,6 +11,8 @@ from zarrmount.format.dtypes import dtype_label
 from zarrmount.format.model import GroupNode, HiddenNode, Node
 from zarrmount.format.multiscales import describe as describe_pyramid
 from zarrmount.format.multiscales import pyramid
+from zarrmount.format.physical import describe as describe_space
+from zarrmount.format.physical import spaces
 from zarrmount.headers import NotApplicable
 from zarrmount.headers.netcdf_group import STRINGS, file_name, why_not
 from zarrmount.headers.tiff import tiled_image
@@ -67,20 +70,38 @@ def _tiles(meta) -> list[int] | str:
         return f"strips: {e}"
 
 
-def _pyramids(walked: list[Node]) -> dict[str, str]:
-    """Each group's pyramid (levels shown as overviews of its first's tiled ``.tif``), or
-    why the multiscales it declares make none; groups declaring none are left out."""
+def _arrays(walked: list[Node]) -> dict[str, dict[str, tuple]]:
+    """The shape and dtype of each shown array, by its group's path and its name."""
     arrays: dict[str, dict[str, tuple]] = {}
     for node in walked:
         if not isinstance(node, (GroupNode, HiddenNode)):
             parent, _, name = node.path.rpartition("/")
             arrays.setdefault(parent, {})[name] = (node.meta.shape, node.meta.dtype.str)
+    return arrays
+
+
+def _pyramids(walked: list[Node]) -> dict[str, str]:
+    """Each group's pyramid (levels shown as overviews of its first's tiled ``.tif``), or
+    why the multiscales it declares make none; groups declaring none are left out."""
+    arrays = _arrays(walked)
     found = {}
     for node in walked:
         if isinstance(node, GroupNode):
             got = pyramid(node.attributes, arrays.get(node.path, {}))
             if got is not None:
                 found[node.path] = describe_pyramid(got)
+    return found
+
+
+def _spaces(walked: list[Node]) -> dict[str, dict[str, Any]]:
+    """Each array's physical space (format/physical.py), or why it has none, by path;
+    arrays of groups declaring no multiscales are left out."""
+    arrays, found = _arrays(walked), {}
+    for node in walked:
+        if isinstance(node, GroupNode):
+            for name, space in spaces(node.attributes, arrays.get(node.path, {})).items():
+                path = f"{node.path}/{name}" if node.path else name
+                found[path] = {"described": describe_space(space), **asdict(space)}
     return found
 
 
@@ -160,6 +181,7 @@ def _line(d: dict[str, Any]) -> str:
         f"chunks {chunks} codecs {_codec_names(d['codecs'])}{size}{where}{notes}"
         + _sidecar_notes(d["sidecars"])
         + line(d.get("place"))
+        + (f"  space: {d['space']['described']}" if "space" in d else "")
     )
 
 
@@ -189,7 +211,7 @@ def inspect(
     names the root group's netCDF file."""
     nodes = []
     walked = walk(dialect, root)
-    placed, pyramids = places(walked), _pyramids(walked)
+    placed, pyramids, spaced = places(walked), _pyramids(walked), _spaces(walked)
     for node in walked:
         found = describe(node, kinds or list(SIDECAR_KINDS), dataset)
         if found["path"] in pyramids and found["type"] == "group":
@@ -198,6 +220,8 @@ def inspect(
             found["from"] = dialect.store.origins(node.data_prefix.rstrip("/"))
             if found["path"] in placed:
                 found["place"] = placed[found["path"]]
+            if found["path"] in spaced:
+                found["space"] = spaced[found["path"]]
         nodes.append(found)
     if as_json:
         return json.dumps({"source": dialect.store.url, "nodes": nodes}, indent=2)

@@ -13,20 +13,25 @@ import numpy as np
 from zarrmount.array.byteorder import read_converted
 from zarrmount.errors import FsError
 from zarrmount.format.georef import Place
+from zarrmount.format.physical import Space
 from zarrmount.headers.geotiff import nodata_of
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.node import Context, Handle, Node
 from zarrmount.vfs.sidecars import Sidecar, Subject
 
 
-def subject(file: ArrayFile, name: str, place: Place | None = None) -> Subject:
-    """What a sidecar of the array file ``name`` (lying at ``place``) describes."""
+def subject(
+    file: ArrayFile, name: str, place: Place | None = None, space: Space | None = None
+) -> Subject:
+    """What a sidecar of the array file ``name`` (lying at ``place`` on a map, in
+    ``space`` physically) describes."""
     meta = file.array.meta
-    return Subject(meta.shape, file.dtype(), name, meta.attributes, place, nodata_of(meta))
+    nodata = nodata_of(meta)
+    return Subject(meta.shape, file.dtype(), name, meta.attributes, place, nodata, space)
 
 
 class SidecarFile(Node):
-    __slots__ = ("file", "name", "sidecar", "head_size", "table", "place")
+    __slots__ = ("file", "name", "sidecar", "head_size", "table", "place", "space")
 
     def __init__(
         self,
@@ -38,6 +43,7 @@ class SidecarFile(Node):
         head_size: int,
         table: Context,
         place: Place | None = None,
+        space: Space | None = None,
     ) -> None:
         super().__init__(ino, parent)
         self.file = file  # the array file NAME this one describes
@@ -46,13 +52,15 @@ class SidecarFile(Node):
         self.head_size = head_size  # of its header
         self.table = table
         self.place = place  # where the array lies, for headers that say so
+        self.space = space  # where its elements lie physically, likewise
 
     def head(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the header (made on demand: a TIFF one may be large)."""
         stop = min(stop, self.head_size)
         if start >= stop:
             return b""
-        return self.sidecar.part(subject(self.file, self.name, self.place), start, stop)
+        described = subject(self.file, self.name, self.place, self.space)
+        return self.sidecar.part(described, start, stop)
 
     def writable(self, read_only: bool) -> bool:
         return self.sidecar.writable and not read_only

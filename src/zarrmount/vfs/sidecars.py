@@ -52,6 +52,7 @@ class Sidecar:
     convert: Callable[[np.dtype], Convert | None] | None = None
     block: int = 1  # a view's whole size is a multiple of this (zero-padded)
     placed: bool = False  # the header says where the array lies on a map
+    spaced: bool = False  # the header says where its elements lie in physical space
     tiled: bool = False  # tiled where the chunks can be tiles (vfs/tiledtiff.py)
 
 
@@ -80,8 +81,16 @@ def _little_endian(dtype: np.dtype) -> Convert | None:
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
-        _made_whole("envi", ".hdr", lambda s: envi_header(s.shape, s.dtype, s.place), placed=True),
-        _made_whole("nrrd", ".nhdr", lambda s: nrrd_header(s.shape, s.dtype, s.name)),
+        _made_whole(
+            "envi",
+            ".hdr",
+            lambda s: envi_header(s.shape, s.dtype, s.place, s.space),
+            placed=True,
+            spaced=True,
+        ),
+        _made_whole(
+            "nrrd", ".nhdr", lambda s: nrrd_header(s.shape, s.dtype, s.name, s.space), spaced=True
+        ),
         _made_whole(
             "npy", ".npy", lambda s: npy_header(s.shape, s.dtype), view=True, writable=True
         ),

@@ -15,6 +15,7 @@ from zarrmount.errors import FsError, enoent
 from zarrmount.format.georef import Found, Place
 from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
 from zarrmount.format.multiscales import Pyramid, pyramid
+from zarrmount.format.physical import Space, spaces
 from zarrmount.headers import NotApplicable
 from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
@@ -180,10 +181,12 @@ class InodeTable:
         placed = await self._places(parent, files)
         levels = self._pyramid(parent, files)
         overviews = self._overviews(levels, files)
+        spaced = self._spaces(parent, files)
         for name, file in files:
             found = placed.get(name)
             place = found if isinstance(found, Place) else None
-            self._add_sidecars(parent, name, file, listing, place, overviews.get(name, []))
+            below = overviews.get(name, [])
+            self._add_sidecars(parent, name, file, listing, place, below, spaced.get(name))
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
         self._add_netcdf(parent, listing)
@@ -197,6 +200,16 @@ class InodeTable:
         group = parent.model
         attributes = group.attributes if isinstance(group, GroupNode) else {}
         return await places(attributes, dict(files))
+
+    def _spaces(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict[str, Space]:
+        """Where the arrays' elements lie in physical space (format/physical.py), where a
+        header shown says so; from the group's attributes alone."""
+        group = parent.model
+        if not any(s.spaced for s in self.sidecars) or not isinstance(group, GroupNode):
+            return {}
+        arrays = {n: (f.array.meta.shape, f.array.meta.dtype.str) for n, f in files}
+        found = spaces(group.attributes, arrays)
+        return {name: space for name, space in found.items() if isinstance(space, Space)}
 
     def _pyramid(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> Pyramid | None:
         """The group's pyramid (format/multiscales.py), where a tiled view shows it."""
@@ -249,12 +262,13 @@ class InodeTable:
         listing: Listing,
         place: Place | None,
         overviews: list[ArrayFile],
+        space: Space | None = None,
     ) -> None:
         for sidecar in self.sidecars:
             if name + sidecar.suffix in listing.entries:
                 log.warning("%s: no %s sidecar: a node of that name exists", name, sidecar.kind)
                 continue
-            node = self._sidecar(parent, name, file, sidecar, place, overviews)
+            node = self._sidecar(parent, name, file, sidecar, place, overviews, space)
             if node is not None:  # else --inspect says why
                 listing.put(name + sidecar.suffix, name, self.add(node).ino)
 
@@ -266,9 +280,10 @@ class InodeTable:
         sidecar: Sidecar,
         place: Place | None,
         overviews: list[ArrayFile],
+        space: Space | None = None,
     ) -> Node | None:
         """The sidecar node of ``file``: tiled where the format and the chunks allow."""
-        described = subject(file, name, place)
+        described = subject(file, name, place, space)
         if sidecar.tiled:
             levels = [file, *overviews]
             try:
@@ -279,7 +294,8 @@ class InodeTable:
         size = header_size(sidecar, described)
         if size is None:
             return None
-        return SidecarFile(self.next_ino(), parent.ino, file, name, sidecar, size, self, place)
+        ino = self.next_ino()
+        return SidecarFile(ino, parent.ino, file, name, sidecar, size, self, place, space)
 
     def _add_netcdf(self, parent: Node, listing: Listing) -> None:
         """``NAME.nc``: the group's arrays in one netCDF file, made again only when they or
