@@ -17,9 +17,11 @@ a space every pixdim is 1, the codes 0 (unknown) and the sform the identity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from zarrmount.format.physical import Space
+from zarrmount.format.physical import Space, length_in, time_in
 from zarrmount.headers.base import NotApplicable, plain_type
 
 NIFTI1_MAX = 32_767  # an axis's length in NIfTI-1 (int16 dim)
@@ -119,26 +121,12 @@ _NIFTI2 = np.dtype(
 )
 _MAGIC = {_NIFTI1: b"n+1\0", _NIFTI2: b"n+2\0\r\n\x1a\n"}
 
-_PREFIXES = {
-    "yotta": 1e24, "zetta": 1e21, "exa": 1e18, "peta": 1e15, "tera": 1e12, "giga": 1e9,
-    "mega": 1e6, "kilo": 1e3, "hecto": 1e2, "": 1.0, "deci": 1e-1, "centi": 1e-2,
-    "milli": 1e-3, "micro": 1e-6, "nano": 1e-9, "pico": 1e-12, "femto": 1e-15,
-    "atto": 1e-18, "zepto": 1e-21, "yocto": 1e-24,
-}  # fmt: skip
-# OME-Zarr's (UDUNITS-2) units of length in metres and of time in seconds
-_METRES = {p + "meter": f for p, f in _PREFIXES.items()} | {
-    "angstrom": 1e-10, "inch": 0.0254, "foot": 0.3048, "yard": 0.9144, "mile": 1609.344,
-    "parsec": 3.0856775814913673e16,
-}  # fmt: skip
-_SECONDS = {p + "second": f for p, f in _PREFIXES.items()} | {
-    "minute": 60.0, "hour": 3600.0, "day": 86400.0,
-}  # fmt: skip
-# each kind's units, and NIfTI's of that kind (xyzt_units codes) with their sizes,
-# largest first
+# NIfTI's units of each kind, largest first: (xyzt_units code, UDUNITS-2 name)
 _KINDS = (
-    (_METRES, ((1, 1.0), (2, 1e-3), (3, 1e-6))),
-    (_SECONDS, ((8, 1.0), (16, 1e-3), (24, 1e-6))),
+    (length_in, ((1, "meter"), (2, "millimeter"), (3, "micrometer"))),
+    (time_in, ((8, "second"), (16, "millisecond"), (24, "microsecond"))),
 )
+_Convert = Callable[[float, str | None, str], float | None]
 
 
 def nifti_type(dtype: np.dtype) -> int:
@@ -147,30 +135,31 @@ def nifti_type(dtype: np.dtype) -> int:
 
 
 def _nifti_unit(
-    sizes: dict[str, float], codes: tuple[tuple[int, float], ...], units: list[str | None]
-) -> tuple[int, float]:
-    """The code and size of NIfTI's unit for the first of ``units`` of this kind: the
-    largest not larger than it, the smallest for smaller ones; (0, 1) where none is."""
-    size = next((sizes[u] for u in units if u in sizes), None)
-    if size is None:
-        return 0, 1.0
-    return next(((c, s) for c, s in codes if s <= size), codes[-1])
+    convert: _Convert, codes: tuple[tuple[int, str], ...], units: list[str | None]
+) -> tuple[int, str] | None:
+    """NIfTI's unit for the first of ``units`` of this kind: the largest not larger than
+    it, the smallest for smaller ones; None where no unit is of this kind."""
+    for unit in units:
+        if convert(1.0, unit, codes[0][1]) is not None:
+            return next((c for c in codes if convert(1.0, unit, c[1]) >= 1), codes[-1])
+    return None
 
 
 def _placed(space: Space) -> tuple[int, list[float], list[float]]:
     """``xyzt_units`` and each axis's scale and translation (NIfTI's order) in NIfTI's
     units; axes of other units (or none) keep their numbers."""
     units = [a.unit for a in reversed(space.axes)]
-    factors = [1.0] * len(units)
+    scale, shift = list(reversed(space.scale)), list(reversed(space.translation))
     code = 0
-    for sizes, codes in _KINDS:
-        kind_code, target = _nifti_unit(sizes, codes, units)
-        code |= kind_code
+    for convert, codes in _KINDS:
+        found = _nifti_unit(convert, codes, units)
+        if found is None:
+            continue
+        code |= found[0]
         for i, unit in enumerate(units):
-            if unit in sizes:
-                factors[i] = sizes[unit] / target
-    scale = [s * f for s, f in zip(reversed(space.scale), factors, strict=True)]
-    shift = [t * f for t, f in zip(reversed(space.translation), factors, strict=True)]
+            if convert(1.0, unit, found[1]) is not None:
+                scale[i] = convert(scale[i], unit, found[1])
+                shift[i] = convert(shift[i], unit, found[1])
     return code, scale, shift
 
 

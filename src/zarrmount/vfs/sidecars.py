@@ -120,6 +120,7 @@ SIDECARS: dict[str, Sidecar] = {
             lambda s: nifti_header(s.shape, s.dtype, s.space),
             view=True,
             convert=_little_endian,
+            spaced=True,
         ),
         _made_whole(
             "mrc",
