@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from zarrmount.format.physical import Space
+from zarrmount.format.physical import Space, length_in, time_in
 from zarrmount.headers.tifftags import RATIONAL, Tag, ascii_tag
 
-# OME-Zarr's length units (UDUNITS names) as ImageJ names them, and in metres
+# ImageJ's names of OME-Zarr's length units (UDUNITS names)
 _UNITS = {
-    "angstrom": ("angstrom", 1e-10),
-    "nanometer": ("nm", 1e-9),
-    "micrometer": ("micron", 1e-6),
-    "millimeter": ("mm", 1e-3),
-    "centimeter": ("cm", 1e-2),
-    "meter": ("m", 1.0),
+    "angstrom": "angstrom",
+    "nanometer": "nm",
+    "micrometer": "micron",
+    "millimeter": "mm",
+    "centimeter": "cm",
+    "meter": "m",
 }
-_SECONDS = {"second": 1.0, "millisecond": 1e-3, "microsecond": 1e-6, "minute": 60.0}
-_SECONDS |= {"hour": 3600.0}
 _STACKS = {"space": "slices", "time": "frames", "channel": "channels"}
 _MAX = 2**32 - 1
 
@@ -61,10 +59,10 @@ def _stack(space: Space, pages: int) -> list[str]:
     kind = _STACKS.get(axis.type or "", "slices")
     lines = [f"{kind}={pages}", "hyperstack=true", "mode=grayscale"]
     unit = _plane_unit(space)
-    if kind == "slices" and unit and axis.unit in _UNITS:
-        lines.append(f"spacing={step * _UNITS[axis.unit][1] / _UNITS[unit][1]!r}")
-    elif kind == "frames" and axis.unit in _SECONDS:
-        lines += [f"finterval={step * _SECONDS[axis.unit]!r}", "loop=false"]
+    if kind == "slices" and unit and (spacing := length_in(step, axis.unit, unit)):
+        lines.append(f"spacing={spacing!r}")
+    elif kind == "frames" and (interval := time_in(step, axis.unit, "second")):
+        lines += [f"finterval={interval!r}", "loop=false"]
     return lines
 
 
@@ -77,5 +75,5 @@ def imagej_description(shape: tuple[int, ...], space: Space | None) -> tuple[Tag
     if len(shape) == 3:
         lines += _stack(space, pages)
     if unit := _plane_unit(space):
-        lines.append(f"unit={_UNITS[unit][0]}")
+        lines.append(f"unit={_UNITS[unit]}")
     return (ascii_tag(270, "\n".join(lines) + "\n"),)

@@ -287,7 +287,7 @@ class InodeTable:
         if sidecar.tiled:
             levels = [file, *overviews]
             try:
-                layout = layout_of(levels, tiff_tags(described))
+                layout = layout_of(levels, tiff_tags(described, strips=False))
                 return TiledTiff(self.next_ino(), parent.ino, levels, layout, self)
             except NotApplicable:
                 pass  # strips
