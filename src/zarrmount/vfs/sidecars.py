@@ -18,6 +18,7 @@ from zarrmount.format.physical import Space
 from zarrmount.headers import NotApplicable, envi_header, npy_header, nrrd_header
 from zarrmount.headers.fits import BLOCK, fits_header, flips_sign
 from zarrmount.headers.geotiff import geotiff_tags
+from zarrmount.headers.imagej import imagej_description, resolution_tags
 from zarrmount.headers.mrc import mrc_header
 from zarrmount.headers.nifti import nifti_header
 from zarrmount.headers.tiff import strip_layout
@@ -105,6 +106,7 @@ SIDECARS: dict[str, Sidecar] = {
             view=True,
             placed=True,
             tiled=True,
+            spaced=True,
         ),
         _made_whole(
             "fits",
@@ -133,9 +135,11 @@ SIDECARS: dict[str, Sidecar] = {
 }
 
 
-def tiff_tags(subject: Subject) -> tuple[Tag, ...]:
-    """The ``.tif`` views' own tags: where the image lies (GeoTIFF) and its nodata."""
-    return geotiff_tags(subject.place, subject.nodata).tags
+def tiff_tags(subject: Subject, strips: bool = True) -> tuple[Tag, ...]:
+    """The ``.tif`` views' own tags: where the image lies (GeoTIFF), its nodata, the
+    size of a pixel, and for strips (which Fiji opens itself) ImageJ's calibration."""
+    found = geotiff_tags(subject.place, subject.nodata).tags + resolution_tags(subject.space)
+    return found + imagej_description(subject.shape, subject.space) if strips else found
 
 
 def header_size(sidecar: Sidecar, subject: Subject) -> int | None:
