@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from zarrmount.format.physical import Space
+from zarrmount.format.physical import Space, length_in
 from zarrmount.headers.base import NotApplicable, plain_type
 
 HEADER = 1024
@@ -33,16 +33,6 @@ _MODES: dict[tuple[str, int], int] = {
     ("c", 8): 4,
     ("u", 2): 6,
     ("f", 2): 12,
-}
-# Ångström in one of OME-Zarr's (UDUNITS) length units
-_ANGSTROMS = {
-    "picometer": 1e-2,
-    "angstrom": 1.0,
-    "nanometer": 1e1,
-    "micrometer": 1e4,
-    "millimeter": 1e7,
-    "centimeter": 1e8,
-    "meter": 1e10,
 }
 
 
@@ -76,11 +66,6 @@ def _sides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return sides
 
 
-def _angstrom_factor(unit: str | None) -> float | None:
-    """Ångström in one ``unit``; None where it is not a length."""
-    return None if unit is None else _ANGSTROMS.get(unit)
-
-
 def _voxel_and_origin(space: Space | None, ndim: int) -> tuple[list[float], list[float]]:
     """Voxel size and origin in Å of the last ``ndim`` axes, x first; 1 and 0 on an axis
     whose unit is not a length (or where the space is unknown)."""
@@ -89,7 +74,7 @@ def _voxel_and_origin(space: Space | None, ndim: int) -> tuple[list[float], list
         return voxel, origin
     for i in range(ndim):
         at = len(space.axes) - 1 - i
-        factor = _angstrom_factor(space.axes[at].unit)
+        factor = length_in(1.0, space.axes[at].unit, "angstrom")
         if factor is not None:
             voxel[i], origin[i] = space.scale[at] * factor, space.translation[at] * factor
     return voxel, origin

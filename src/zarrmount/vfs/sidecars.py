@@ -130,6 +130,7 @@ SIDECARS: dict[str, Sidecar] = {
             lambda s: mrc_header(s.shape, s.dtype, s.space),
             view=True,
             convert=_little_endian,
+            spaced=True,
         ),
     )
 }

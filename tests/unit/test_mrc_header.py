@@ -221,3 +221,21 @@ def test_inspect_says_why_an_array_has_no_mrc_view(tmp_path):
     dialect, node, _ = hierarchy.open_hierarchy(LocalStore(root))
     line = inspect(dialect, node, as_json=False, kinds=["npy", "mrc"])
     assert "sidecars: npy" in line and "mrc: MRC2014 has no uint8" in line
+
+
+def test_the_header_of_a_4_gib_volume_is_made_without_loading_a_chunk(tmp_path):
+    root = str(tmp_path / "volume.zarr")
+    zarr.create_array(root, shape=(1024,) * 3, chunks=(64, 256, 256), dtype="<f4")
+    fs = _fs(root, "sidecars=mrc")
+
+    async def main():
+        ino = (await fs.lookup(1, "array.mrc")).ino
+        fh = fs.open(ino, os.O_RDONLY)
+        head = bytes(await fs.read(fh, 0, 1024))
+        await fs.release(fh)
+        return fs.getattr(ino).size, head
+
+    size, head = trio.run(main)
+    assert size == 1024 + 4 * 1024**3
+    assert np.frombuffer(head, "<i4", 3).tolist() == [1024] * 3
+    assert fs.stats()["cache_misses"] == 0
