@@ -28,14 +28,15 @@ def _fs(root: str, options: str = "sidecars=tiff"):
 
 
 async def _read(fs, name: str, piece: int, twice: bool = False) -> bytes:
+    """The file read in pieces, each into one reply buffer used again, as the adapter does."""
     ino = (await fs.lookup(1, name)).ino
     fh = fs.open(ino, os.O_RDONLY)
     size = fs.getattr(ino).size
+    reply = np.empty(piece, np.uint8)
     rounds = []
     for _ in range(2 if twice else 1):  # the second from cached chunks
-        rounds.append(
-            b"".join([bytes(await fs.read(fh, at, piece)) for at in range(0, size, piece)])
-        )
+        got = [bytes(await fs.read(fh, at, piece, reply)) for at in range(0, size, piece)]
+        rounds.append(b"".join(got))
     await fs.release(fh)
     assert all(r == rounds[0] for r in rounds)
     return rounds[0]
@@ -161,3 +162,21 @@ def test_inspect_names_the_tiles_the_strips_and_the_pyramid(tmp_path):
     assert by_path["odd"]["sidecars"]["tiff"]["tiles"].startswith("strips: TIFF tiles")
     text = inspect(dialect, node, as_json=False, kinds=["tiff"])
     assert "tiff (tiles 32x48)" in text and "pyramid: levels s0, s1" in text
+
+
+def test_tile_runs_load_ahead_of_whole_rows_and_never_outside_a_window():
+    """A window two tiles wide (rows of 16 tiles) reads 0, 1, 16, 17, ...: nothing outside;
+    a window of four reads 0-3 (two ahead of 2 and 3 in its first row: unknown yet), then
+    exactly up to each row's end; a whole-image reader runs on."""
+    from zarrmount.array.tiles import TileRuns
+
+    def loaded(order):
+        runs = TileRuns()
+        return {i for t in order for i in runs.observe(t)}
+
+    two = [0, 1, 16, 17, 32, 33]
+    assert loaded(two) - set(two) == set() and loaded(two) == {17, 33}
+    four = [r * 16 + c for r in range(3) for c in range(4)]
+    assert loaded(four) - set(four) == {4, 5}
+    assert loaded(range(40)) == set(range(3, 42))
+    assert loaded([5, 5, 5, 6, 6, 7]) == {8, 9}  # several requests of one tile count once

@@ -15,12 +15,48 @@ from zarrmount.memory import aligned_empty
 
 Coords = tuple[int, ...]
 
+# Tiles loaded ahead of a reader reading them in the file's order, at most.
+AHEAD = 2
+# A first run of consecutive tiles this long before any tile is loaded ahead: a window
+# two tiles wide reads two in a row, then jumps to the next row of tiles.
+LEAST_RUN = 3
+
+
+class TileRuns:
+    """Which tiles a reader will read next, from the runs of consecutive tiles (in the
+    file's order) it reads: a whole-image reader makes one long run, a window reader a
+    run per row of the window, each as long as the one before. Ahead of a run as long
+    as the last one nothing is loaded, so a window never costs a tile outside it (but
+    in its first row, which is known only once it ends)."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        self.run = 0
+        self.before: int | None = None  # the length of the run before this one
+
+    def observe(self, index: int) -> range:
+        """Tile ``index`` is read: the tiles to load ahead."""
+        if index == self.last:
+            return range(0)
+        if self.last is not None and index == self.last + 1:
+            self.run += 1
+        else:
+            self.before, self.run = (self.run or None), 1
+        self.last = index
+        if self.before is None:
+            ahead = AHEAD if self.run >= LEAST_RUN else 0
+        else:
+            ahead = min(AHEAD, self.before - self.run)
+        return range(index + 1, index + 1 + max(ahead, 0))
+
 
 class Tiles:
     """The tiles of one array (``image`` of a tiled TIFF), read through its engine."""
 
-    def __init__(self, engine: ArrayReader, image: Image) -> None:
+    def __init__(self, engine: ArrayReader, image: Image, number: int) -> None:
         self.engine = engine
+        self.image, self.number = image, number  # the image, and its number in the TIFF
+        self.runs = TileRuns()
         meta = engine.meta
         # the dimensions a page index runs over: all before the image's but its bands'
         self.paged = meta.shape[:-2] if image.bands == 1 else meta.shape[:-3]
@@ -54,11 +90,27 @@ class Tiles:
         at = (int(np.ravel_multi_index(inner, self.chunks[:-2])) if inner else 0) * plane
         return flat[at + block.lo : at + block.hi]
 
-    async def read(self, blocks: list[Block]) -> bytes:
-        """The bytes of ``blocks`` (of this image), one after the other."""
+    def observe(self, block: Block) -> None:
+        """``block`` is read: load the chunks of the tiles the reader will read next."""
+        ahead = self.runs.observe(block.index)
+        ahead = range(ahead.start, min(ahead.stop, self.image.pages * self.image.blocks))
+        wanted = [self._where(self.image.block(self.number, i, 0, 0))[0] for i in ahead]
+        if wanted:
+            self.engine.prefetch.follow([c for c in dict.fromkeys(wanted) if not self._held(c)])
+
+    def _held(self, coords: Coords) -> bool:
+        return self.engine.cache.entry(self.engine.source.key(coords)) is not None
+
+    async def read(self, blocks: list[Block], reply: np.ndarray | None) -> memoryview:
+        """The bytes of ``blocks`` (of this image), one after the other; ``reply``, a
+        buffer the caller recycles, receives them when large enough."""
         isz = self.itemsize
         spans = [(b.lo // isz, -(-b.hi // isz)) for b in blocks]
-        out = aligned_empty(sum(hi - lo for lo, hi in spans) * isz).view(self.raw)
+        nbytes = sum(hi - lo for lo, hi in spans) * isz
+        if reply is not None and reply.nbytes >= nbytes:
+            out = reply[:nbytes].view(self.raw)
+        else:
+            out = aligned_empty(nbytes).view(self.raw)
         plan: dict[Coords, list[Copy]] = {}
         padded, at = False, 0
         for block, (lo, hi) in zip(blocks, spans, strict=True):
@@ -70,12 +122,16 @@ class Tiles:
         if padded:
             out[...] = self.engine.source.fill_element
         await self.engine.read_planned(plan, out)
-        raw = out.view(np.uint8)
+        raw = memoryview(out.view(np.uint8))
+        first, last = blocks[0], blocks[-1]
+        if len(blocks) == 1 or all(b.lo % isz == 0 and b.hi % isz == 0 for b in blocks):
+            # whole elements: the blocks' bytes lie one after the other in ``out``
+            return raw[first.lo - spans[0][0] * isz : nbytes - (spans[-1][1] * isz - last.hi)]
         pieces, at = [], 0
         for block, (lo, hi) in zip(blocks, spans, strict=True):
             pieces.append(raw[at * isz + block.lo - lo * isz : at * isz + block.hi - lo * isz])
             at += hi - lo
-        return b"".join(pieces)
+        return memoryview(b"".join(pieces))
 
     def _copies(self, inner: Coords, valid: tuple[int, int], lo: int, hi: int, at: int) -> list:
         """Copies of tile elements ``[lo, hi)`` (those inside the array) to ``out[at:]``."""

@@ -87,6 +87,13 @@ class Image:
         down, across = self.grid
         return self.bands * down * across
 
+    def block(self, image: int, index: int, lo: int, hi: int) -> Block:
+        """Bytes ``[lo, hi)`` of its block ``index`` (this is image ``image``)."""
+        page, rest = divmod(index, self.blocks)
+        down, across = self.grid
+        band, rest = divmod(rest, down * across)
+        return Block(image, page, band, *divmod(rest, across), lo, hi, index)
+
 
 @dataclass(frozen=True)
 class Block:
@@ -100,6 +107,7 @@ class Block:
     col: int
     lo: int
     hi: int
+    index: int = 0  # its number among the image's blocks, in the file's order
 
 
 @dataclass(frozen=True)
@@ -389,10 +397,7 @@ class TiffLayout:
             image, size = self.images[k], self.block_bytes[k]
             index, lo = divmod(start - self.bases[k], size)
             hi = min(size, lo + stop - start)
-            page, rest = divmod(index, image.blocks)
-            down, across = image.grid
-            band, rest = divmod(rest, down * across)
-            yield Block(k, page, band, *divmod(rest, across), lo, hi)
+            yield image.block(k, index, lo, hi)
             start += hi - lo
 
 

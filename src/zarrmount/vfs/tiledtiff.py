@@ -129,23 +129,27 @@ class TiledHandle(Handle):
         self.handles = handles
         engines = [h.engine for h in handles]
         self.tiles = [
-            Tiles(e.engine if isinstance(e, Swapped) else e, image)
-            for e, image in zip(engines, layout.images, strict=True)
+            Tiles(e.engine if isinstance(e, Swapped) else e, image, k)
+            for k, (e, image) in enumerate(zip(engines, layout.images, strict=True))
         ]
 
     async def read(self, offset: int, size: int, reply: np.ndarray | None) -> memoryview | bytes:
         lay = self.layout
         n, end = lay.size, min(offset + size, lay.size + lay.data_size)
         blocks = list(lay.blocks_in(max(offset, n) - n, end - n)) if end > n else []
+        for block in blocks:
+            self.tiles[block.image].observe(block)
         if offset >= n and len(blocks) == 1:
             block = blocks[0]
             flat = self.tiles[block.image].from_cache(block)
             if flat is not None:  # the reply is sent before any other task runs
                 return flat
-        parts: list[bytes] = [lay.header_range(offset, end)] if offset < n else []
-        for image, same in groupby(blocks, key=lambda b: b.image):
-            parts.append(await self.tiles[image].read(list(same)))
-        return b"".join(parts)
+        parts: list[memoryview | bytes] = [lay.header_range(offset, end)] if offset < n else []
+        groups = [(image, list(same)) for image, same in groupby(blocks, key=lambda b: b.image)]
+        alone = not parts and len(groups) == 1  # else each part would fill the one reply
+        for image, same in groups:
+            parts.append(await self.tiles[image].read(same, reply if alone else None))
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def release(self) -> None:
         for handle in self.handles:
