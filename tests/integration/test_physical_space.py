@@ -14,6 +14,7 @@ import nrrd
 import numpy as np
 import pytest
 import SimpleITK as sitk
+import tifffile
 import zarr
 from helpers import mounting
 from helpers.mounting import run_cli
@@ -76,7 +77,8 @@ def mounted(request, tmp_path_factory):
     """(version, the store, its mount): one store of every image, mounted once."""
     root = str(tmp_path_factory.mktemp("physical") / f"images-{request.param}.zarr")
     _store(root, request.param)
-    with mounting.mounted(root, sidecars="nrrd+envi", tag=f"physical-{request.param}") as mount:
+    tag = f"physical-{request.param}"
+    with mounting.mounted(root, sidecars="nrrd+envi+tiff", tag=tag) as mount:
         yield request.param, root, mount
 
 
@@ -113,6 +115,21 @@ def test_the_envi_header_of_a_plane_gives_its_pixel_size_in_metres(mounted):
         x, y, unit = fields["pixel size"].strip("{}").split(", ")
         assert unit == "units=Meters"
         assert (float(x), float(y)) == pytest.approx((scale[1] * 1e-6, scale[0] * 1e-6))
+
+
+def test_fiji_reads_each_level_of_a_volume_as_a_calibrated_stack(mounted):
+    """tifffile reads ImageJ's calibration of the .tif (tiled or strips, as the level's
+    chunks allow): the unit, the z spacing, the pixel size, and the voxels."""
+    _, root, mount = mounted
+    for path, scale, _ in _levels(root, "volume"):
+        expected = np.asarray(zarr.open_array(root, path=f"volume/{path}", mode="r")[...])
+        with tifffile.TiffFile(mount.p(f"volume/{path}.tif")) as tif:
+            meta = tif.imagej_metadata
+            assert meta["unit"] == "micron" and meta["slices"] == expected.shape[0]
+            assert meta["spacing"] == pytest.approx(scale[0])
+            x = tif.pages[0].tags["XResolution"].value
+            assert x[0] / x[1] == pytest.approx(1 / scale[2])
+            assert np.array_equal(tif.asarray(), expected)
 
 
 def test_inspect_says_each_level_s_space(mounted):

@@ -110,3 +110,22 @@ def test_an_ome_zarr_image_is_one_pyramidal_ome_tiff(tmp_path, case, version):
         assert pixels.time_increment == given["t"] and pixels.time_increment_unit.value == "s"
     if labels:
         assert [c.name for c in pixels.channels] == labels
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_each_level_s_tif_is_a_calibrated_stack_fiji_reads(tmp_path, version):
+    """A level with a physical space is tiled as a z-stack of pages with ImageJ's
+    calibration (a map's leading dimension would be bands)."""
+    fmt = FormatV04() if version == "0.4" else FormatV05()
+    units = {"z": "nanometer", "y": "micrometer", "x": "micrometer"}
+    root, levels = _image(tmp_path, fmt, "zyx", (5, 100, 140), (400.0, 0.25, 0.2), units)
+    first = sorted(zarr.open_group(root, mode="r").arrays(), key=lambda a: -a[1].size)[0][0]
+    data = trio.run(_read, root, f"{first}.tif")
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        assert tif.pages[0].is_tiled and len(tif.pages) == 5
+        meta = tif.imagej_metadata
+        assert meta["slices"] == 5 and meta["unit"] == "micron"
+        assert meta["spacing"] == pytest.approx(0.4)  # 400 nm in the plane's micrometres
+        x = tif.pages[0].tags["XResolution"].value
+        assert x[0] / x[1] == pytest.approx(1 / 0.2)
+        assert np.array_equal(tif.asarray(), levels[0])

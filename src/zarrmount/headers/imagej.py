@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from zarrmount.format.physical import Space, length_in, time_in
-from zarrmount.headers.tifftags import RATIONAL, Tag, ascii_tag
+from zarrmount.headers.tifftags import IMAGE_DESCRIPTION, RATIONAL, Tag, ascii_tag
 
 # ImageJ's names of OME-Zarr's length units (UDUNITS names)
 _UNITS = {
@@ -76,4 +76,4 @@ def imagej_description(shape: tuple[int, ...], space: Space | None) -> tuple[Tag
         lines += _stack(space, pages)
     if unit := _plane_unit(space):
         lines.append(f"unit={_UNITS[unit]}")
-    return (ascii_tag(270, "\n".join(lines) + "\n"),)
+    return (ascii_tag(IMAGE_DESCRIPTION, "\n".join(lines) + "\n"),)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 BYTE, ASCII, SHORT, LONG, RATIONAL, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 5, 12, 13, 16, 18
 FORMATS = {BYTE: "B", ASCII: "B", SHORT: "H", LONG: "I", RATIONAL: "II", DOUBLE: "d"}
 FORMATS |= {IFD: "I", LONG8: "Q", IFD8: "Q"}
+IMAGE_DESCRIPTION = 270
 SIZES = {kind: struct.calcsize("<" + fmt) for kind, fmt in FORMATS.items()}
 
 

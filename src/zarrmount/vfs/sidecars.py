@@ -136,11 +136,11 @@ SIDECARS: dict[str, Sidecar] = {
 }
 
 
-def tiff_tags(subject: Subject, strips: bool = True) -> tuple[Tag, ...]:
+def tiff_tags(subject: Subject, imagej: bool = True) -> tuple[Tag, ...]:
     """The ``.tif`` views' own tags: where the image lies (GeoTIFF), its nodata, the
-    size of a pixel, and for strips (which Fiji opens itself) ImageJ's calibration."""
+    size of a pixel, and where the pages are planes, ImageJ's calibration."""
     found = geotiff_tags(subject.place, subject.nodata).tags + resolution_tags(subject.space)
-    return found + imagej_description(subject.shape, subject.space) if strips else found
+    return found + imagej_description(subject.shape, subject.space) if imagej else found
 
 
 def header_size(sidecar: Sidecar, subject: Subject) -> int | None:

@@ -287,7 +287,9 @@ class InodeTable:
         if sidecar.tiled:
             levels = [file, *overviews]
             try:
-                layout = layout_of(levels, tiff_tags(described, strips=False))
+                # a microscope's stack as pages (as Fiji reads them), a map's as bands
+                planes = space is not None and place is None
+                layout = layout_of(levels, tiff_tags(described, imagej=planes), planes)
                 return TiledTiff(self.next_ino(), parent.ino, levels, layout, self)
             except NotApplicable:
                 pass  # strips

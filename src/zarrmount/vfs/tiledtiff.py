@@ -21,7 +21,7 @@ from zarrmount.format.multiscales import Pyramid
 from zarrmount.headers import NotApplicable
 from zarrmount.headers.ome import channel_names, ome_xml
 from zarrmount.headers.tiff import TiffLayout, tiled_image, tiled_layout
-from zarrmount.headers.tifftags import ASCII, Tag
+from zarrmount.headers.tifftags import ASCII, IMAGE_DESCRIPTION, Tag
 from zarrmount.vfs.arrayfile import ArrayFile, ArrayHandle
 from zarrmount.vfs.node import Context, Handle, Node
 
@@ -47,13 +47,16 @@ def tiled_levels(files: Sequence[ArrayFile]) -> list[ArrayFile]:
     return kept
 
 
-def layout_of(levels: Sequence[ArrayFile], tags: Sequence[Tag]) -> TiffLayout:
+def layout_of(levels: Sequence[ArrayFile], tags: Sequence[Tag], planes: bool = False) -> TiffLayout:
     """The tiled layout of ``levels`` (full resolution first), stored byte order: the
-    tiles are the chunks' bytes as decoded. NotApplicable where they cannot be tiles."""
+    tiles are the chunks' bytes as decoded. NotApplicable where they cannot be tiles.
+    ``planes``: every leading dimension as pages (a z-stack), not the last one as bands."""
     metas = [f.array.meta for f in levels]
-    images = [tiled_image(m.shape, m.chunks, reduced=k > 0) for k, m in enumerate(metas)]
+    images = [tiled_image(m.shape, m.chunks, k > 0, planes) for k, m in enumerate(metas)]
     if images[0].pages > 1:
         images = images[:1]  # overviews of one image only: readers take pages otherwise
+    if len(images) > 1:  # ImageJ's description would make readers take them as planes
+        tags = [t for t in tags if t.code != IMAGE_DESCRIPTION]
     return tiled_layout(images, metas[0].dtype, tags)
 
 
@@ -66,7 +69,7 @@ def ome_layout(levels: Sequence[ArrayFile], name: str, found: Pyramid, attribute
     xml = ome_xml(
         name, first.shape, first.dtype, found.axes, found.levels[0].scale, channel_names(attributes)
     )
-    description = Tag(270, ASCII, xml.encode() + b"\0")  # OME-XML is UTF-8
+    description = Tag(IMAGE_DESCRIPTION, ASCII, xml.encode() + b"\0")  # OME-XML is UTF-8
     return tiled_layout(images, first.dtype, (description,), subifds=True)
 
 
