@@ -180,3 +180,22 @@ def test_tile_runs_load_ahead_of_whole_rows_and_never_outside_a_window():
     assert loaded(four) - set(four) == {4, 5}
     assert loaded(range(40)) == set(range(3, 42))
     assert loaded([5, 5, 5, 6, 6, 7]) == {8, 9}  # several requests of one tile count once
+
+
+def test_a_whole_image_reader_keeps_only_the_tiles_around_it(tmp_path):
+    """Read tile by tile in the file's order, each chunk goes back to the pool once the
+    reader moves on: the cache ends with the last tile and those loaded ahead, not all."""
+    root, expected = _array(tmp_path, (64, 640), (16, 32), "<u2")  # 4 x 20 tiles
+
+    async def main():
+        options = MountOptions()
+        options.apply("sidecars=tiff")
+        dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
+        mount = assemble(dialect, node, pipeline, options)
+        data = await _read(mount.fs, "array.tif", 16 * 32 * 2)  # a tile a request
+        return data, len(mount.cache)
+
+    data, held = trio.run(main)
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        assert np.array_equal(tif.asarray(), expected)
+    assert held <= 1 + 2  # the last tile's chunk, and at most AHEAD more

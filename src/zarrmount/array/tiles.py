@@ -34,6 +34,11 @@ class TileRuns:
         self.run = 0
         self.before: int | None = None  # the length of the run before this one
 
+    @property
+    def streaming(self) -> bool:
+        """A whole-image reader: a first run long enough, with none before it."""
+        return self.before is None and self.run >= LEAST_RUN
+
     def observe(self, index: int) -> range:
         """Tile ``index`` is read: the tiles to load ahead."""
         if index == self.last:
@@ -57,7 +62,10 @@ class Tiles:
         self.engine = engine
         self.image, self.number = image, number  # the image, and its number in the TIFF
         self.runs = TileRuns()
+        self._ended = -2  # the last tile read to its end
         meta = engine.meta
+        self.planes_per_chunk = math.prod(meta.chunks[:-2])
+        self.block_bytes = math.prod(meta.chunks[-2:]) * meta.itemsize
         # the dimensions a page index runs over: all before the image's but its bands'
         self.paged = meta.shape[:-2] if image.bands == 1 else meta.shape[:-3]
         self.banded = image.bands > 1
@@ -93,10 +101,21 @@ class Tiles:
     def observe(self, block: Block) -> None:
         """``block`` is read: load the chunks of the tiles the reader will read next."""
         ahead = self.runs.observe(block.index)
+        if self.runs.streaming and block.index - 1 == self._ended:
+            self._drop_behind(block.index - 1)
+        self._ended = block.index if block.hi == self.block_bytes else self._ended
         ahead = range(ahead.start, min(ahead.stop, self.image.pages * self.image.blocks))
         wanted = [self._where(self.image.block(self.number, i, 0, 0))[0] for i in ahead]
         if wanted:
             self.engine.prefetch.follow([c for c in dict.fromkeys(wanted) if not self._held(c)])
+
+    def _drop_behind(self, index: int) -> None:
+        """A whole-image reader never comes back to a tile it read to the end: its
+        chunk's buffer goes back to the pool while warm, where the chunk is that one
+        tile (a chunk of several planes is read again for the others)."""
+        if self.planes_per_chunk == 1:
+            coords = self._where(self.image.block(self.number, index, 0, 0))[0]
+            self.engine.cache.release(self.engine.source.key(coords))
 
     def _held(self, coords: Coords) -> bool:
         return self.engine.cache.entry(self.engine.source.key(coords)) is not None
