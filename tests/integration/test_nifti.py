@@ -23,10 +23,22 @@ FORMATS = {"0.4": FormatV04, "0.5": FormatV05}
 # axes: (shape, chunks, scale, unit of space) of ome-zarr-py's image, and NIfTI's units
 # (nibabel's names) of space and time
 IMAGES = {
+    "yx": ((32, 48), (16, 16), {"y": 0.4, "x": 0.3}, "micrometer"),
     "zyx": ((10, 32, 48), (4, 16, 16), {"z": 2.0, "y": 0.4, "x": 0.3}, "micrometer"),
     "tzyx": ((3, 6, 20, 24), (1, 3, 8, 8), {"t": 40.0, "z": 1.5, "y": 0.8, "x": 0.8}, "millimeter"),
+    "tczyx": (
+        (2, 2, 4, 16, 24),
+        (1, 1, 2, 8, 8),
+        {"t": 5.0, "c": 1.0, "z": 1.5, "y": 0.5, "x": 0.25},
+        "micrometer",
+    ),
 }
-NIFTI_UNITS = {"zyx": ("micron", "unknown"), "tzyx": ("mm", "msec")}
+NIFTI_UNITS = {
+    "yx": ("micron", "unknown"),
+    "zyx": ("micron", "unknown"),
+    "tzyx": ("mm", "msec"),
+    "tczyx": ("micron", "msec"),
+}
 
 
 def _image(base, version: str, axes: str) -> str:
@@ -35,7 +47,7 @@ def _image(base, version: str, axes: str) -> str:
     shape, chunks, scale, unit = IMAGES[axes]
     root = str(base / f"{axes}-{version}.zarr")
     values = np.random.default_rng(len(axes)).integers(0, 4000, shape, dtype="<u2")
-    units = {a: ("millisecond" if a == "t" else unit) for a in axes}
+    units = {a: ("millisecond" if a == "t" else unit) for a in axes if a != "c"}
     group = zarr.open_group(root, mode="w", zarr_format=fmt.zarr_format)
     options = {"chunks": chunks}
     write_image(
@@ -82,9 +94,9 @@ def test_nibabel_loads_each_level_with_its_voxels_zooms_and_sform(
         scale, shift = _transforms(dataset)
         assert np.allclose(img.header.get_zooms(), scale[::-1]), path
         assert img.header.get_xyzt_units() == NIFTI_UNITS[axes]
-        sform = np.eye(4)
-        sform[:3, :3] = np.diag(scale[::-1][:3])
-        sform[:3, 3] = shift[::-1][:3]
+        sform = np.eye(4)  # x, y, z (a plane's z: 1 and 0)
+        sform[:3, :3] = np.diag([*scale[::-1], 1.0, 1.0][:3])
+        sform[:3, 3] = [*shift[::-1], 0.0, 0.0][:3]
         assert np.allclose(img.header.get_sform(), sform), path
         assert nib.aff2axcodes(img.affine) == ("R", "A", "S")
 
