@@ -19,7 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zarrmount.headers.hdf5 import OMITTED, Array, Group, Reference, hdf5_layout, messages
+from zarrmount.headers.hdf5 import (
+    OMITTED,
+    Array,
+    Group,
+    Reference,
+    TreeChanged,
+    hdf5_layout,
+    messages,
+)
 
 H5DUMP = shutil.which("h5dump")
 # every dtype zarr-python writes as a raw array, in both byte orders where it has one
@@ -82,6 +90,17 @@ def h5dump(path: Path, *options: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def h5dump_values(path: Path, name: str, expected: np.ndarray) -> np.ndarray:
+    """``name``'s values as HDF5 1.10's h5dump reads them (its native binary output; a
+    half float it widens to a float)."""
+    h5dump(path, "-d", name, "-b", "NATIVE", "-o", str(path.with_suffix(".bin")))
+    native = expected.dtype.newbyteorder("=")
+    if expected.dtype.kind == "f" and expected.dtype.itemsize == 2:
+        native = np.dtype("=f4")
+    raw = path.with_suffix(".bin").read_bytes()
+    return np.frombuffer(raw, native).reshape(expected.shape)
+
+
 def assert_attribute(got, expected) -> None:
     """An attribute read by h5py equals the value given (JSON text for the rest)."""
     if isinstance(expected, Reference):
@@ -114,6 +133,8 @@ def test_every_dtype_and_byte_order_reads_back_as_numpy_has_it(tmp_path, dtype):
             zero = dtype in ("S5", "<f2", ">f2")  # netCDF-C frees their fill as a pointer
             np.testing.assert_array_equal(got.fillvalue, np.zeros((), got.dtype) if zero else fill)
     h5dump(path)
+    for name in ("a0", "a1", "a2"):
+        np.testing.assert_array_equal(h5dump_values(path, name, values[name]), values[name])
     with netCDF4.Dataset(path) as nc:
         assert set(nc.variables) == set(values)
 
@@ -318,7 +339,33 @@ def test_a_group_of_10000_arrays_is_measured_and_made_in_parts(monkeypatch):
             f.write(whole)
             f.truncate(layout.size)  # sparse: no data written
         with h5py.File(path) as f:
-            assert len(f) == 10_000 and f["v04321"].attrs["units"] == "K"
+            assert len(f) == 10_000
+            for i in (0, 4321, 9999):  # text in the first, a middle and the last collection
+                assert f[f"v{i:05d}"].attrs["units"] == "K"
+                assert list(f[f"v{i:05d}"].attrs["_ARRAY_DIMENSIONS"]) == ["y", "x"]
+
+
+def test_attributes_past_what_an_object_header_holds_are_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(messages, "MAX_MESSAGES", 8)  # 65,535 in the format
+    given = {f"a{i}": i for i in range(10)}
+    values = {"x": np.arange(3)}
+    path = tmp_path / "t.h5"
+    layout = write(path, tree(values, attrs={"x": given}, group_attrs={"": given}), values)
+    assert {(o.path, o.attribute) for o in layout.omitted} == {
+        (p, f"a{i}") for p in ("", "x") for i in range(3 if p else 6, 10)
+    }
+    with h5py.File(path) as f:
+        assert sorted(f.attrs) == [*(f"a{i}" for i in range(6)), OMITTED]
+        assert "attribute 'a9': more attributes than an object header holds" in f.attrs[OMITTED]
+        assert len(f["x"].attrs) == 4  # with its dataspace, datatype, fill value, layout
+
+
+def test_a_tree_changed_after_its_layout_is_refused_not_served():
+    attributes = {"units": "K"}
+    layout = hdf5_layout(Group("", attributes))
+    attributes["scale"] = 0.5  # a header grows: its place no longer holds it
+    with pytest.raises(TreeChanged):
+        layout.header_range(0, layout.header_size)
 
 
 # -- any tree --------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import struct
 
 #: The undefined address: all bits set (no storage, no sibling, no free-space info).
 UNDEFINED = (1 << 64) - 1
-OFFSET_SIZE = LENGTH_SIZE = 8
 
 
 def align8(n: int) -> int:

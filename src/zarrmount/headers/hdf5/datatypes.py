@@ -42,9 +42,9 @@ def floating_point(size: int, big: bool) -> bytes:
     return _header(_FLOAT, bits, size) + props
 
 
-def fixed_string(size: int, utf8: bool = False) -> bytes:
-    """A string of ``size`` bytes padded with NULs (NumPy's ``S``)."""
-    return _header(_STRING, 1 | (_UTF8 if utf8 else 0) << 4, size)
+def fixed_string(size: int) -> bytes:
+    """An ASCII string of ``size`` bytes padded with NULs (NumPy's ``S``)."""
+    return _header(_STRING, 1, size)
 
 
 @cache

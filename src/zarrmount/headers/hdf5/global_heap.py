@@ -57,5 +57,7 @@ def collection(size: int, items: Sequence[bytes]) -> bytes:
         u16(k) + u16(1) + u32(0) + u64(len(item)) + pad8(item) for k, item in enumerate(items, 1)
     )
     free = size - HEADER - len(body)
+    if free < 0:
+        return body  # more than its place: the caller finds the size differs
     tail = u16(0) + u16(0) + u32(0) + u64(free) if free >= ITEM_HEADER else b""
     return b"GCOL" + bytes([1, 0, 0, 0]) + u64(size) + body + tail + bytes(free - len(tail))

@@ -54,8 +54,21 @@ def _data_start(metadata_end: int) -> int:
     return start + _GAP if metadata_end >= _GAP_FROM else start
 
 
-def _whole(make: Callable[[], bytes], a: int, b: int) -> bytes:
-    return make()[a:b]
+class TreeChanged(RuntimeError):
+    """A block made again differs in size from its place: the tree (its attributes, read
+    again for every block) changed after the layout was made; a new layout is needed."""
+
+
+def _whole(make: Callable[[], bytes], size: int, a: int, b: int) -> bytes:
+    made = make()
+    if len(made) != size:
+        raise TreeChanged(f"a block of {size} bytes is now {len(made)}")
+    return made[a:b]
+
+
+def _block(start: int, size: int, make: Callable[[], bytes]) -> tuple[int, int, Maker]:
+    """A block made whole (and cut) on every read of it."""
+    return start, start + size, partial(_whole, make, size)
 
 
 class Hdf5Layout:
@@ -123,17 +136,15 @@ class Hdf5Layout:
 
     def _blocks(self) -> None:
         """Every block of the header in order: its start, end and maker."""
-        blocks: list[tuple[int, int, Maker]] = [
-            (0, SUPERBLOCK_SIZE, partial(_whole, self._superblock))
-        ]
+        blocks = [_block(0, SUPERBLOCK_SIZE, self._superblock)]
         for i, size in enumerate(self._sizes):
             start = int(self._address[i])
-            blocks.append((start, start + size, partial(_whole, partial(self._header, i))))
+            blocks.append(_block(start, size, partial(self._header, i)))
             if i in self._links:
                 blocks += self._link_blocks(i)
         for c, size in enumerate(self._heap.sizes):
             start = int(self._collections[c])
-            blocks.append((start, start + size, partial(_whole, partial(self._collection, c))))
+            blocks.append(_block(start, size, partial(self._collection, c)))
         self._starts = np.array([b[0] for b in blocks], np.int64)
         self._ends = np.array([b[1] for b in blocks], np.int64)
         self._makers = [b[2] for b in blocks]
@@ -146,13 +157,11 @@ class Hdf5Layout:
         for level in reversed(range(len(links.levels))):  # the root's level first
             for j in range(links.levels[level]):
                 at = base + links.node_at(level, j)
-                node = partial(links.node, base, level, j)
-                blocks.append((at, at + links.node_size, partial(_whole, node)))
+                blocks.append(_block(at, links.node_size, partial(links.node, base, level, j)))
         entries = partial(self._entry, i)
         for s in range(links.snods):
             at = base + links.snod_at(s)
-            snod = partial(links.snod, s, entries)
-            blocks.append((at, at + links.snod_size, partial(_whole, snod)))
+            blocks.append(_block(at, links.snod_size, partial(links.snod, s, entries)))
         return blocks
 
     # -- making --------------------------------------------------------------------------

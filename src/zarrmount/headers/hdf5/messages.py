@@ -44,9 +44,14 @@ def symbol_table(btree: int, heap: int) -> bytes:
     return u64(btree) + u64(heap)
 
 
+def placed(size: int) -> int:
+    """The room a message of ``size`` bytes of data takes in an object header."""
+    return MESSAGE_HEADER_SIZE + align8(size)
+
+
 def header_size(sizes: Sequence[int]) -> int:
     """The size of a version 1 object header of messages of data sizes ``sizes``."""
-    return PREFIX_SIZE + sum(MESSAGE_HEADER_SIZE + align8(n) for n in sizes)
+    return PREFIX_SIZE + sum(map(placed, sizes))
 
 
 def object_header(messages: Sequence[Message]) -> bytes:

@@ -76,14 +76,14 @@ def named_attributes(
     count = messages.MAX_MESSAGES - len(fixed) - 1
     for name, value in given.items():
         why, typed = _attribute(name, value, known)
-        size = 0 if typed is None else attributes.message_size(typed[0], typed[1])
-        if typed is not None and (len(held) == count or size + 8 > room):
+        size = 0 if typed is None else messages.placed(attributes.message_size(*typed))
+        if typed is not None and (len(held) == count or size > room):
             why, typed = "more attributes than an object header holds", None
         if typed is None:
             omitted.append((name, why))
             continue
         held.append(typed)
-        room -= size + 8
+        room -= size
     notes = [(repr(n), why) for n, why in left_out]
     notes += [(f"attribute {n!r}", why) for n, why in omitted]
     if notes:
