@@ -237,8 +237,10 @@ class Hdf5Layout:
             fixed = [len(data) for _, data in self._fixed(owner, 0)]
             held, _ = self._attributes(owner, fixed)
             values = [value for _, value in held if value.heap]
-            own = int(self._first_unit[owner])
-            for u in range(max(first, own), min(last, int(self._first_unit[owner + 1]))):
+            own, end = int(self._first_unit[owner]), int(self._first_unit[owner + 1])
+            if len(values) != end - own:
+                raise TreeChanged(f"{self._objects[owner].path!r} has other text attributes")
+            for u in range(max(first, own), min(last, end)):
                 items += values[u - own].heap
         return global_heap.collection(self._heap.sizes[c], items)
 
