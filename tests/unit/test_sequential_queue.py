@@ -122,3 +122,21 @@ def test_queued_chunks_the_reader_passed_or_that_are_held_are_not_loaded():
         assert sorted(array.started) == _slab(0) + _slab(1)[2:] + _slab(2)[:2]
 
     _streaming(body)
+
+
+def test_a_background_load_that_starts_while_the_chunk_is_loading_leaves_it_to_that_load():
+    """Waiting on the reader's load, the task could wake after the reader let the chunk
+    go behind it, and fetch it again (a remote dd fetched a chunk twice, 1 run in 8)."""
+
+    async def main():
+        array, background = _Array(), Background()
+        async with trio.open_nursery() as nursery:
+            background.nursery = nursery
+            prefetch = Prefetcher(array, background)
+            prefetch.follow([(3, 3)])  # its task is started, not yet run
+            array.cache.loads.add(array.key((3, 3)))  # the reader's own load begins first
+            await _settle()
+            assert array.started == []
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

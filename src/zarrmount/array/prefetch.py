@@ -90,8 +90,8 @@ class Prefetcher:
             if self._following < FOLLOW_LIMIT and not source.cache.loading(source.key(c)):
                 self._start(c)
 
-    def _start(self, coords: Coords) -> None:
-        self._following += self.background.start_soon(self._follow, coords)
+    def _start(self, coords: Coords, ahead: bool = False) -> None:
+        self._following += self.background.start_soon(self._follow, coords, ahead)
 
     def _along(self, ranges: list[tuple[int, int]], isz: int) -> None:
         """Load the chunks of the byte ranges a strided reader reads next."""
@@ -119,18 +119,30 @@ class Prefetcher:
     def _next(self) -> None:
         """Start queued loads while fewer than ``width`` are under way, of chunks neither
         cached nor loading nor left behind by the reader."""
-        cache, key, meta = self.source.cache, self.source.key, self.source.meta
+        cache, key = self.source.cache, self.source.key
         while self._queue and self._following < self._width:
             coords = self._queue.popleft()
-            behind = last_element(meta.shape, meta.chunks, coords) < self._reader_at
-            if not behind and cache.peek(key(coords)) is None and not cache.loading(key(coords)):
-                self._start(coords)
+            held = cache.peek(key(coords)) is not None or cache.loading(key(coords))
+            if not held and not self._behind(coords):
+                self._start(coords, ahead=True)
 
-    async def _follow(self, coords: Coords) -> None:
+    def _behind(self, coords: Coords) -> bool:
+        """The sequential reader has read past the chunk (and may have let it go)."""
+        meta = self.source.meta
+        return last_element(meta.shape, meta.chunks, coords) < self._reader_at
+
+    async def _follow(self, coords: Coords, ahead: bool) -> None:
         """Load a chunk into the cache in the background; a failed load was logged, and
-        the reader meets the same error if it gets there."""
+        the reader meets the same error if it gets there. Not where the chunk is loading
+        already: waiting for that load, this task could wake after the reader had let
+        the chunk go, and fetch it again (1 run in 8 of a remote dd beside a busy core);
+        nor ahead of a reader that has passed the chunk by the time the task starts."""
         start = trio.current_time()
         try:
+            if self.source.cache.loading(self.source.key(coords)):
+                return
+            if ahead and self._behind(coords):
+                return
             with contextlib.suppress(FsError):
                 _, entry = await self.source.chunk(coords)
                 self.source.cache.unpin(entry)
@@ -145,6 +157,9 @@ class Prefetcher:
         and close the files of those read directly."""
         if not self.model.sequential or not steps:
             return
+        # the reader is past what it was served: a load still queued for a chunk it let go
+        # here is not made when a load ends before its next read (it was, fetching twice)
+        self._reader_at = max(self._reader_at, last)
         source, row, rows_end = self.source, None, 0
         for coords in plan:
             if coords[0] != row:  # no chunk of a row of chunks ends before the row's last
