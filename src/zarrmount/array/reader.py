@@ -125,10 +125,11 @@ class ArrayReader:
 
     async def read_planned(self, plan: dict[Coords, list[Copy]], out: np.ndarray) -> None:
         """Copy what ``plan`` selects of the chunks into ``out`` (raw elements): for views
-        that lay the elements out otherwise (a tiled TIFF's tiles)."""
+        that lay the elements out otherwise (a tiled TIFF's tiles, which readers read
+        whole: each chunk is decoded whole, never a part first and the rest after)."""
         if self.source.expired:
             await self.source.revalidate()
-        await self._copy(plan, out)
+        await self._copy(plan, out, partial=False)
 
     def cached(self, coords: Coords) -> memoryview | None:
         """The C-order bytes of chunk ``coords`` if cached whole: use them before
@@ -142,8 +143,8 @@ class ArrayReader:
             return flat
         return None
 
-    async def _copy(self, plan: dict[Coords, list[Copy]], out: np.ndarray) -> None:
-        got = await self._gather(plan)
+    async def _copy(self, plan: dict[Coords, list[Copy]], out: np.ndarray, partial=True) -> None:
+        got = await self._gather(plan, partial)
         try:
             for coords, copies in plan.items():
                 src = got.found[coords]
@@ -152,9 +153,9 @@ class ArrayReader:
         finally:
             self._give_back(got)
 
-    async def _gather(self, plan: dict) -> _Gathered:
+    async def _gather(self, plan: dict, partial: bool = True) -> _Gathered:
         """The chunks ``plan`` reads: cached ones pinned, missing ones loaded (whole, or
-        in part where that costs less)."""
+        with ``partial`` in part where that costs less)."""
         if self.source.unloaded:  # chunks written in part, their other elements not loaded
             await self.source.complete(plan)
         got = _Gathered()
@@ -169,7 +170,7 @@ class ArrayReader:
                 missing.append(coords)
         if not missing:
             return got
-        parts = await self.partial.plan(plan, missing)
+        parts = await self.partial.plan(plan, missing) if partial else {}
         try:
             async with trio.open_nursery() as nursery:
                 for coords in missing:
