@@ -286,13 +286,23 @@ def test_writable_shared_mapping_reaches_the_store_on_close_without_msync(tmp_pa
         mount.assert_alive()
 
 
+BIG = (3, 40_000, 40_000)  # 4.8 GB of bytes
+
+
+def _big(tmp_path, width: int) -> tuple[str, np.ndarray]:
+    """A store of BIG, 7 but for one chunk (4,000 rows of ``width``), written at
+    band 1, rows 8,000 on, and its second column of chunks."""
+    root = str(tmp_path / "big.zarr")
+    array = zarr.create_array(root, shape=BIG, chunks=(1, 4_000, width), dtype="u1", fill_value=7)
+    written = np.arange(4_000 * width, dtype=np.uint64).astype("u1").reshape(4_000, width)
+    array[1, 8_000:12_000, width : 2 * width] = written
+    return root, written
+
+
 def test_tiff_view_past_4_gib_is_a_bigtiff_and_reads_fill_without_fetching(tmp_path):
     """Strips: chunks 5,000 wide cannot be TIFF tiles (not a multiple of 16)."""
-    root = str(tmp_path / "big.zarr")
-    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 5_000)  # 4.8 GB, one chunk written
-    array = zarr.create_array(root, shape=shape, chunks=chunks, dtype="u1", fill_value=7)
-    written = np.arange(4_000 * 5_000, dtype=np.uint64).astype("u1").reshape(4_000, 5_000)
-    array[1, 8_000:12_000, 5_000:10_000] = written
+    root, written = _big(tmp_path, 5_000)
+    shape = BIG
     with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff") as mount:
         tif = mount.p("array.tif")
         assert os.stat(tif).st_size > 2**32
@@ -313,11 +323,8 @@ def test_tiled_view_past_4_gib_is_a_bigtiff_whose_windows_read_their_chunks(tmp_
     rasterio = pytest.importorskip("rasterio")
     from rasterio.windows import Window
 
-    root = str(tmp_path / "big.zarr")
-    shape, chunks = (3, 40_000, 40_000), (1, 4_000, 4_000)  # 4.8 GB, one chunk written
-    array = zarr.create_array(root, shape=shape, chunks=chunks, dtype="u1", fill_value=7)
-    written = np.arange(4_000 * 4_000, dtype=np.uint64).astype("u1").reshape(4_000, 4_000)
-    array[1, 8_000:12_000, 4_000:8_000] = written
+    root, written = _big(tmp_path, 4_000)
+    shape = BIG
     with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff-tiled") as mount:
         tif = mount.p("array.tif")
         assert os.stat(tif).st_size > 2**32

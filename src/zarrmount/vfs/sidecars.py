@@ -79,6 +79,19 @@ def _little_endian(dtype: np.dtype) -> Convert | None:
     return swapping(dtype, dtype.newbyteorder("<")) if dtype.byteorder == ">" else None
 
 
+def _voxels(kind: str, suffix: str, header: Callable[..., bytes]) -> Sidecar:
+    """A volume format's view: its header says where the voxels lie, which follow it
+    little-endian (NIfTI, MRC)."""
+    return _made_whole(
+        kind,
+        suffix,
+        lambda s: header(s.shape, s.dtype, s.space),
+        view=True,
+        convert=_little_endian,
+        spaced=True,
+    )
+
+
 SIDECARS: dict[str, Sidecar] = {
     s.kind: s
     for s in (
@@ -116,22 +129,8 @@ SIDECARS: dict[str, Sidecar] = {
             convert=_big_endian,
             block=BLOCK,
         ),
-        _made_whole(
-            "nifti",
-            ".nii",
-            lambda s: nifti_header(s.shape, s.dtype, s.space),
-            view=True,
-            convert=_little_endian,
-            spaced=True,
-        ),
-        _made_whole(
-            "mrc",
-            ".mrc",
-            lambda s: mrc_header(s.shape, s.dtype, s.space),
-            view=True,
-            convert=_little_endian,
-            spaced=True,
-        ),
+        _voxels("nifti", ".nii", nifti_header),
+        _voxels("mrc", ".mrc", mrc_header),
     )
 }
 
