@@ -302,14 +302,13 @@ def _big(tmp_path, width: int) -> tuple[str, np.ndarray]:
 def test_tiff_view_past_4_gib_is_a_bigtiff_and_reads_fill_without_fetching(tmp_path):
     """Strips: chunks 5,000 wide cannot be TIFF tiles (not a multiple of 16)."""
     root, written = _big(tmp_path, 5_000)
-    shape = BIG
     with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff") as mount:
         tif = mount.p("array.tif")
         assert os.stat(tif).st_size > 2**32
         with tifffile.TiffFile(tif) as t:
             assert t.is_bigtiff and len(t.pages) == 3 and not t.pages[0].is_tiled
         got = tifffile.memmap(tif, mode="r")
-        assert got.shape == shape
+        assert got.shape == BIG
         before = mount.stats()["store_get_bytes"]
         assert (got[0, -100:, -100:] == 7).all() and (got[2, 123, :5000] == 7).all()
         assert mount.stats()["store_get_bytes"] == before  # absent chunks: nothing fetched
@@ -324,12 +323,11 @@ def test_tiled_view_past_4_gib_is_a_bigtiff_whose_windows_read_their_chunks(tmp_
     from rasterio.windows import Window
 
     root, written = _big(tmp_path, 4_000)
-    shape = BIG
     with mounted(root, ["sidecars=tiff"], tag="sidecars-bigtiff-tiled") as mount:
         tif = mount.p("array.tif")
         assert os.stat(tif).st_size > 2**32
         with tifffile.TiffFile(tif) as t:
-            assert t.is_bigtiff and t.pages[0].is_tiled and t.series[0].shape == shape
+            assert t.is_bigtiff and t.pages[0].is_tiled and t.series[0].shape == BIG
         with rasterio.open(tif) as ds:
             assert ds.count == 3 and ds.block_shapes == [(4_000, 4_000)] * 3
             before = mount.stats()["store_get_bytes"]

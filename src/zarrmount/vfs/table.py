@@ -179,8 +179,9 @@ class InodeTable:
                 if model.meta.dtype.kind in "US":
                     texts.append((child.name, model, file))
         placed = await self._places(parent, files)
-        levels = self._pyramid(parent, files)
-        overviews = self._overviews(levels, files)
+        pyramid = self._pyramid(parent, files)
+        levels = self._levels(pyramid, files)
+        overviews = {pyramid.levels[0].path: levels[1:]} if pyramid and levels else {}
         spaced = self._spaces(parent, files)
         for name, file in files:
             found = placed.get(name)
@@ -190,7 +191,7 @@ class InodeTable:
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
         self._add_netcdf(parent, listing)
-        self._add_ome_tiff(parent, listing, levels, files)
+        self._add_ome_tiff(parent, listing, pyramid, levels)
         return listing
 
     async def _places(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict[str, Found]:
@@ -228,17 +229,12 @@ class InodeTable:
         by_name = dict(files)
         return tiled_levels([by_name[level.path] for level in found.levels])
 
-    def _overviews(self, found: Pyramid | None, files: list[tuple[str, ArrayFile]]) -> dict:
-        """The lower levels of the group's pyramid, by the name of its full-resolution
-        array: its tiled view shows them as overviews."""
-        levels = self._levels(found, files)
-        return {found.levels[0].path: levels[1:]} if found and levels else {}
-
     def _add_ome_tiff(
-        self, parent: Node, listing: Listing, found: Pyramid | None, files: list
+        self, parent: Node, listing: Listing, found: Pyramid | None, levels: list[ArrayFile]
     ) -> None:
-        """``GROUP.ome.tif``: the group's pyramid as one OME-TIFF, where it has one."""
-        levels = self._levels(found, files)
+        """``GROUP.ome.tif``: the group's pyramid (``levels``, those that can be tiles) as
+        one OME-TIFF, where it has one; the full resolution's view shows the others as
+        overviews."""
         if found is None or not levels:
             return
         group = parent.model
