@@ -129,3 +129,23 @@ def test_each_level_s_tif_is_a_calibrated_stack_fiji_reads(tmp_path, version):
         x = tif.pages[0].tags["XResolution"].value
         assert x[0] / x[1] == pytest.approx(1 / 0.2)
         assert np.array_equal(tif.asarray(), levels[0])
+
+
+def test_units_as_written_are_omes_units(tmp_path):
+    """Units written "µm" and "ms" (no UDUNITS names, but in use) give OME's pixel size
+    and time increment as the UDUNITS names do."""
+    root, _ = _image(tmp_path, FormatV04(), "tyx", (2, 64, 64), (5.0, 0.5, 0.5), {"t": "second"})
+    group = zarr.open_group(root, mode="r+")
+    multiscales = group.attrs["multiscales"]
+    multiscales[0]["axes"] = [
+        {"name": "t", "type": "time", "unit": "ms"},
+        {"name": "y", "type": "space", "unit": "µm"},
+        {"name": "x", "type": "space", "unit": "micron"},
+    ]
+    group.attrs["multiscales"] = multiscales
+    data = trio.run(_read, root, "root.ome.tif")
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        pixels = ome_types.from_xml(tif.ome_metadata).images[0].pixels
+    assert (pixels.physical_size_x, pixels.physical_size_x_unit.value) == (0.5, "µm")
+    assert (pixels.physical_size_y, pixels.physical_size_y_unit.value) == (0.5, "µm")
+    assert (pixels.time_increment, pixels.time_increment_unit.value) == (5.0, "ms")

@@ -16,6 +16,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from zarrmount.format.multiscales import Axis, Vector
+from zarrmount.format.physical import unit_name
 from zarrmount.headers.base import NotApplicable
 
 NAMESPACE = "http://www.openmicroscopy.org/Schemas/OME/2016-06"
@@ -72,15 +73,16 @@ def _dimensions(axes: Sequence[Axis], shape: tuple[int, ...]) -> dict[str, int]:
 
 
 def _physical(axes: Sequence[Axis], scale: Vector | None) -> str:
-    """Attributes of Pixels giving the size of a pixel, where the axes give a unit."""
+    """Attributes of Pixels giving the size of a pixel, where the axes give a unit (as
+    written: "µm" and "micron" are OME's µm too)."""
     if scale is None:
         return ""
     found = []
     for letter, axis, step in zip(_letters(axes), axes, scale, strict=True):
-        if letter in "XYZ" and (symbol := _LENGTHS.get(axis.unit or "")):
+        if letter in "XYZ" and (symbol := _LENGTHS.get(unit_name(axis.unit) or "")):
             found.append(f" PhysicalSize{letter}={quoteattr(repr(step))}")
             found.append(f" PhysicalSize{letter}Unit={quoteattr(symbol)}")
-        elif letter == "T" and (symbol := _TIMES.get(axis.unit or "")):
+        elif letter == "T" and (symbol := _TIMES.get(unit_name(axis.unit) or "")):
             found.append(f" TimeIncrement={quoteattr(repr(step))}")
             found.append(f" TimeIncrementUnit={quoteattr(symbol)}")
     return "".join(found)
