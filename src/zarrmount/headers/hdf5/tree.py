@@ -38,9 +38,11 @@ class Array:
 
 @dataclass(frozen=True)
 class Group:
-    """A group (the root's name is not used: the file is the root group)."""
+    """A group (the root's name is not used: the file is the root group); ``left_out``:
+    members the caller leaves out (name, why), named with those the file cannot hold."""
 
     name: str = ""
     attributes: Mapping[str, Any] = field(default_factory=dict)
     groups: Sequence[Group] = ()
     arrays: Sequence[Array] = ()
+    left_out: Sequence[tuple[str, str]] = ()

@@ -44,7 +44,7 @@ def walk(root: Group) -> tuple[list[Planned], list[Omission]]:
 
     def visit(group: Group, path: str, depth: int) -> int:
         index = len(objects)
-        planned = Planned(path, group)
+        planned = Planned(path, group, left_out=list(group.left_out))
         objects.append(planned)
         kept = _kept(group, depth, planned.left_out)
         omitted.extend(Omission(join(path, n), None, why) for n, why in planned.left_out)

@@ -1,0 +1,107 @@
+"""A Zarr group and everything below it as one HDF5 file (``headers/hdf5`` lays it out):
+groups as groups, each array shown as a file as a contiguous dataset whose data region is
+exactly that file's bytes (their byte order the datatype's), the Zarr fill value as the
+dataset's, the store's attributes as HDF5 attributes. Made from metadata alone."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarrmount.format.model import ArrayMeta
+from zarrmount.headers.hdf5 import Array, Group, Hdf5Layout, Omission, hdf5_layout
+from zarrmount.headers.hdf5.walk import MAX_DEPTH
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One node of the group's subtree as the mount shows it."""
+
+    path: str  # below the file's group: "" the group itself, "a", "a/b"
+    attributes: Mapping[str, Any]  # the node's user attributes as the store has them
+    meta: ArrayMeta | None = None  # an array's metadata; None: a group
+    dtype: np.dtype | None = None  # of the array FILE's bytes; None: a group, or not shown
+    why_not: str = ""  # an array not shown as a file: why
+
+
+@dataclass(frozen=True)
+class H5File:
+    """The file's layout (a data region's path is the ``Entry.path`` of the array whose
+    file bytes go there) and what it leaves out: (path, why), an attribute's why naming
+    it."""
+
+    layout: Hdf5Layout
+    omitted: list[tuple[str, str]]
+
+
+def file_name(group_path: str, dataset: str) -> str:
+    """A group's HDF5 file: its own name, the dataset's for the root, and ``.h5``."""
+    return (group_path.rpartition("/")[2] or dataset) + ".h5"
+
+
+def _fill(meta: ArrayMeta, dtype: np.dtype) -> np.ndarray | None:
+    """The Zarr fill value as the file's dtype, None where it is none of its values."""
+    try:
+        return np.asarray(meta.fill_value).astype(dtype)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Tree:
+    """The :class:`Group` tree of the entries."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.members: dict[str, list[Entry]] = defaultdict(list)
+        self.root: Entry | None = None
+        for entry in entries:
+            if entry.path:
+                self.members[entry.path.rpartition("/")[0]].append(entry)
+            else:
+                self.root = entry
+
+    def group(self, entry: Entry, depth: int = 0) -> Group:
+        """``entry``'s group; below the depth the layout keeps, groups without members."""
+        arrays: list[Array] = []
+        groups: list[Group] = []
+        left_out: list[tuple[str, str]] = []
+        for member in self.members[entry.path] if depth <= MAX_DEPTH else ():
+            name = member.path.rpartition("/")[2]
+            if member.meta is None:
+                groups.append(self.group(member, depth + 1))
+            elif member.dtype is None:
+                left_out.append((name, member.why_not or "not shown as a file"))
+            else:
+                arrays.append(self.array(name, member))
+        name = entry.path.rpartition("/")[2]
+        return Group(name, entry.attributes, groups, arrays, left_out)
+
+    def array(self, name: str, entry: Entry) -> Array:
+        meta, dtype = entry.meta, entry.dtype
+        assert meta is not None and dtype is not None  # an array shown as a file
+        return Array(name, meta.shape, dtype, _fill(meta, dtype), entry.attributes)
+
+
+def _why(omission: Omission) -> str:
+    if omission.attribute is None:
+        return omission.why
+    return f"attribute {omission.attribute!r}: {omission.why}"
+
+
+def h5_file(entries: Sequence[Entry]) -> H5File:
+    """The HDF5 file of a group's subtree: ``entries`` in any order, every group's
+    included, the file's own group with the path ``""``."""
+    tree = _Tree(entries)
+    if tree.root is None:
+        raise ValueError("no entry of the file's own group (path '')")
+    layout = hdf5_layout(tree.group(tree.root))
+    omitted = [(o.path, _why(o)) for o in layout.omitted]
+    for path, why in omitted:
+        log.debug("%s: left out of the HDF5 file: %s", path or "/", why)
+    return H5File(layout, omitted)
