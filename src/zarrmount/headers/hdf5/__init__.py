@@ -49,16 +49,26 @@ byte is made, and no item's size depends on one.
 
 from zarrmount.headers.hdf5.layout import Hdf5Layout, Region, TreeChanged, hdf5_layout
 from zarrmount.headers.hdf5.objects import OMITTED
-from zarrmount.headers.hdf5.tree import Array, Group, Reference
+from zarrmount.headers.hdf5.tree import (
+    Array,
+    DimensionList,
+    FixedText,
+    Group,
+    Reference,
+    ReferenceList,
+)
 from zarrmount.headers.hdf5.walk import Omission
 
 __all__ = [
     "OMITTED",
     "Array",
+    "DimensionList",
+    "FixedText",
     "Group",
     "Hdf5Layout",
     "Omission",
     "Reference",
+    "ReferenceList",
     "Region",
     "TreeChanged",
     "hdf5_layout",

@@ -8,6 +8,10 @@ NumPy values and :class:`Reference` given by the caller).
 - booleans: the bool enum h5py reads as ``numpy.bool_``;
 - NumPy scalars and arrays of numbers, bools or ``S`` bytes: their own type and shape;
 - :class:`Reference`: an object reference (lists of them 1-D);
+- the dimension scale API's values: :class:`FixedText` (a null-terminated ASCII string of
+  a fixed size), :class:`DimensionList` (a sequence of object references a dimension, in
+  the global heap), :class:`ReferenceList` (records of an object reference and a
+  dimension index), never JSON text: left out where no message holds them;
 - anything else (null, objects, nested or mixed or empty lists, integers past 64 bits,
   NumPy types HDF5 has not), and any value whose message would pass the 64 KiB a version
   1 message holds: its JSON text (one string in the heap: any length fits).
@@ -29,13 +33,15 @@ from zarrmount.headers.base import NotApplicable
 from zarrmount.headers.hdf5 import datatypes
 from zarrmount.headers.hdf5.binary import align8, name_bytes, pad8, u16, u32, u64
 from zarrmount.headers.hdf5.messages import MAX_MESSAGE, dataspace
-from zarrmount.headers.hdf5.tree import Reference
+from zarrmount.headers.hdf5.tree import DimensionList, FixedText, Reference, ReferenceList
 
 _INT64 = np.dtype("<i8")
 _UINT64 = np.dtype("<u8")
 _FLOAT64 = np.dtype("<f8")
 _BOOL = np.dtype("?")
 
+# a global heap item: text's bytes, or a sequence of object references (their paths)
+HeapItem = bytes | tuple[str, ...]
 # the heap IDs (collection address, object index) of a value's heap items, in order
 HeapIds = Sequence[tuple[int, int]]
 AddressOf = Callable[[str], int]  # an object's path -> its object header's address
@@ -44,33 +50,53 @@ AddressOf = Callable[[str], int]  # an object's path -> its object header's addr
 @dataclass(frozen=True)
 class Value:
     """An attribute's datatype message, shape (None: scalar) and elements: fixed-size
-    bytes, object references (paths), or items kept in the global heap (text)."""
+    bytes; object references (paths), each followed by an equal share of ``raw`` (records
+    of a reference and numbers); or items kept in the global heap (text, or sequences of
+    references given by paths)."""
 
     datatype: bytes
     shape: tuple[int, ...] | None
     raw: bytes = b""
     references: tuple[str, ...] = ()
-    heap: tuple[bytes, ...] = ()
+    heap: tuple[HeapItem, ...] = ()
 
     @property
     def data_size(self) -> int:
         if self.heap:
             return datatypes.VLEN_SIZE * len(self.heap)
-        if self.references:
-            return datatypes.REFERENCE_SIZE * len(self.references)
-        return len(self.raw)
+        return datatypes.REFERENCE_SIZE * len(self.references) + len(self.raw)
+
+    @property
+    def referred(self) -> list[str]:
+        """The paths of every object the value refers to."""
+        listed = [path for item in self.heap if isinstance(item, tuple) for path in item]
+        return [*self.references, *listed]
 
     def data(self, heap_ids: HeapIds, address_of: AddressOf) -> bytes:
         """The elements as stored in the message, given where the heap items and the
         referenced objects lie."""
-        if self.heap:
+        if self.heap:  # each item's length counts its elements: bytes, or references
             return b"".join(
                 u32(len(item)) + u64(collection) + u32(index)
                 for item, (collection, index) in zip(self.heap, heap_ids, strict=True)
             )
         if self.references:
-            return b"".join(u64(address_of(path)) for path in self.references)
+            share = len(self.raw) // len(self.references)
+            return b"".join(
+                u64(address_of(path)) + self.raw[k * share : (k + 1) * share]
+                for k, path in enumerate(self.references)
+            )
         return self.raw
+
+
+def heap_size(item: HeapItem) -> int:
+    """The bytes a heap item's object holds."""
+    return len(item) if isinstance(item, bytes) else datatypes.REFERENCE_SIZE * len(item)
+
+
+def heap_bytes(item: HeapItem, address_of: AddressOf) -> bytes:
+    """A heap item's object: text's bytes, or the addresses of the objects it names."""
+    return item if isinstance(item, bytes) else b"".join(u64(address_of(p)) for p in item)
 
 
 def _text(items: list[str], shape: tuple[int, ...] | None) -> Value:
@@ -131,9 +157,47 @@ def _typed(value: Any) -> Value | None:
     return _array(numbers, not isinstance(value, list))
 
 
+def _fixed_text(value: FixedText) -> Value:
+    raw = value.text.encode("ascii")
+    size = len(raw) + 1 if value.size is None else value.size
+    if not raw or size < len(raw):
+        raise NotApplicable(f"{size} bytes do not hold {value.text!r}")
+    return Value(datatypes.fixed_string(size, terminated=True), None, raw.ljust(size, b"\0"))
+
+
+def _reference_list(value: ReferenceList) -> Value:
+    reference, index = datatypes.object_reference(), datatypes.fixed_point(4, False, False)
+    record = datatypes.compound(16, [("dataset", 0, reference), ("dimension", 8, index)])
+    paths = tuple(path for path, _ in value.users)
+    raw = b"".join(u32(axis) + bytes(4) for _, axis in value.users)
+    return Value(record, (len(paths),), raw, references=paths)
+
+
+def _scales(value: FixedText | DimensionList | ReferenceList) -> Value:
+    """A value of the dimension scale API; NotApplicable where it cannot be one (never
+    JSON text, which its readers would take for the value)."""
+    try:
+        if isinstance(value, FixedText):
+            return _fixed_text(value)
+    except UnicodeEncodeError as e:
+        raise NotApplicable("its text is not ASCII") from e
+    items = value.scales if isinstance(value, DimensionList) else value.users
+    if not items:
+        raise NotApplicable("it names no objects")
+    if isinstance(value, ReferenceList):
+        return _reference_list(value)
+    sequence = datatypes.vlen_sequence(datatypes.object_reference())
+    return Value(sequence, (len(items),), heap=value.scales)
+
+
 def attribute(name: bytes, value: Any) -> Value:
     """``value`` as the attribute ``name`` holds it (see the module's description);
     NotApplicable when no message holds it (text UTF-8 cannot carry, a name too long)."""
+    if isinstance(value, FixedText | DimensionList | ReferenceList):
+        typed = _scales(value)
+        if message_size(name, typed) > MAX_MESSAGE:
+            raise NotApplicable("it is more than one attribute message holds")
+        return typed
     try:
         typed = _typed(value)
         if typed is not None and message_size(name, typed) <= MAX_MESSAGE:

@@ -42,15 +42,21 @@ def floating_point(size: int, big: bool) -> bytes:
     return _header(_FLOAT, bits, size) + props
 
 
-def fixed_string(size: int) -> bytes:
-    """An ASCII string of ``size`` bytes padded with NULs (NumPy's ``S``)."""
-    return _header(_STRING, 1, size)
+def fixed_string(size: int, terminated: bool = False) -> bytes:
+    """An ASCII string of ``size`` bytes padded with NULs (NumPy's ``S``), or
+    ``terminated`` by one (C strings, as the dimension scale API writes them)."""
+    return _header(_STRING, 0 if terminated else 1, size)
 
 
 @cache
 def vlen_string() -> bytes:
     """A UTF-8 string of any length, kept in the global heap (bytes of a uchar parent)."""
     return _header(_VLEN, 1 | _UTF8 << 8, VLEN_SIZE) + fixed_point(1, False, False)
+
+
+def vlen_sequence(base: bytes) -> bytes:
+    """A sequence of any length of elements of type ``base``, kept in the global heap."""
+    return _header(_VLEN, 0, VLEN_SIZE) + base
 
 
 @cache

@@ -23,8 +23,9 @@ TARGET = 16 << 10
 _MAX_ITEMS = 0xFFFF  # object indices are 16 bits
 
 
-def item_size(item: bytes) -> int:
-    return ITEM_HEADER + align8(len(item))
+def item_size(size: int) -> int:
+    """The room an object of ``size`` bytes takes in a collection."""
+    return ITEM_HEADER + align8(size)
 
 
 class Collections:

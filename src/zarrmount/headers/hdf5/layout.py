@@ -106,7 +106,8 @@ class Hdf5Layout:
             sizes.append(messages.header_size(fixed + [attributes.message_size(*a) for a in held]))
             for _, value in held:
                 if value.heap:
-                    units.append((sum(map(global_heap.item_size, value.heap)), len(value.heap)))
+                    need = sum(global_heap.item_size(attributes.heap_size(h)) for h in value.heap)
+                    units.append((need, len(value.heap)))
                     owners.append(i)
             self._first_unit[i + 1] = len(units)
         return sizes, units, owners
@@ -126,7 +127,7 @@ class Hdf5Layout:
         at = self.header_size
         for i, planned in enumerate(self._objects):
             node = planned.node
-            if isinstance(node, Array) and node.nbytes:
+            if isinstance(node, Array) and node.stored and node.nbytes:
                 # a region of a page or more starts on a page: reading it touches no other
                 at = _align(at, _PAGE if node.nbytes >= _PAGE else 16)
                 self._data[i] = at
@@ -241,7 +242,7 @@ class Hdf5Layout:
             if len(values) != end - own:
                 raise TreeChanged(f"{self._objects[owner].path!r} has other text attributes")
             for u in range(max(first, own), min(last, end)):
-                items += values[u - own].heap
+                items += [attributes.heap_bytes(h, self._address_of) for h in values[u - own].heap]
         return global_heap.collection(self._heap.sizes[c], items)
 
     def _superblock(self) -> bytes:

@@ -105,6 +105,6 @@ def _attribute(
         typed = attributes.attribute(raw, value)
     except NotApplicable as e:
         return str(e), None
-    if not all(known(path) for path in typed.references):
+    if not all(known(path) for path in typed.referred):
         return "it refers to an object the file does not hold", None
     return "", (raw, typed)

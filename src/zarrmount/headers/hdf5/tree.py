@@ -21,15 +21,45 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class FixedText:
+    """An attribute value of ASCII text as a scalar fixed-length, null-terminated string
+    of ``size`` bytes (its length and a NUL unless given), as the HDF5 dimension scale
+    API and netCDF-C write ``CLASS``, ``NAME`` and ``_NCProperties``."""
+
+    text: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class DimensionList:
+    """An attribute value naming each dimension's scales (their paths), as the HDF5
+    dimension scale API writes ``DIMENSION_LIST``: a variable-length sequence of object
+    references a dimension."""
+
+    scales: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class ReferenceList:
+    """An attribute value naming the datasets a dimension scale is attached to, each with
+    the dimension it is attached to, as ``REFERENCE_LIST`` (records of ``dataset``, an
+    object reference, and ``dimension``, a uint32, as HDF5 2 and netCDF-C write it)."""
+
+    users: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class Array:
     """An array: ``dtype`` is that of its file's bytes (C order, its own byte order),
-    ``fill`` a 0-d array of it (the Zarr fill value) or None."""
+    ``fill`` a 0-d array of it (the Zarr fill value) or None; ``stored`` False: a dataset
+    with no storage (reads give the fill value), as netCDF-C's dimension-only datasets."""
 
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
     fill: np.ndarray | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    stored: bool = True
 
     @property
     def nbytes(self) -> int:
