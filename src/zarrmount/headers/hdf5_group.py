@@ -1,23 +1,46 @@
 """A Zarr group and everything below it as one HDF5 file (``headers/hdf5`` lays it out):
 groups as groups, each array shown as a file as a contiguous dataset whose data region is
 exactly that file's bytes (their byte order the datatype's), the Zarr fill value as the
-dataset's, the store's attributes as HDF5 attributes. Made from metadata alone."""
+dataset's, the store's attributes as HDF5 attributes. Made from metadata alone.
+
+netCDF-4 on top (:mod:`.hdf5.netcdf4`): the dimensions named by ``_ARRAY_DIMENSIONS``
+(v2, as xarray writes; the attribute then left out) or ``dimension_names`` (v3) as
+dimension scales, and ``_FillValue`` typed as the array where xarray masks with one
+(as the ``.nc`` of :mod:`.netcdf_group`), so xarray reads from the file what it reads
+from the store."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
 
+import zarrmount
 from zarrmount.format.model import ArrayMeta
 from zarrmount.headers.hdf5 import Array, Group, Hdf5Layout, Omission, hdf5_layout
+from zarrmount.headers.hdf5.netcdf4 import Named, netcdf4
 from zarrmount.headers.hdf5.walk import MAX_DEPTH
+from zarrmount.headers.netcdf_group import fill_replaces, given_dimensions, masked_fill
 
 log = logging.getLogger(__name__)
+
+
+# why an array of variable-length strings is left out (HDF5 holds such strings in its
+# global heap, never as an array file's bytes)
+STRINGS = "its variable-length strings are no array file's bytes"
+
+
+@cache
+def _properties() -> str:
+    """The root's ``_NCProperties``: netCDF-C's provenance, naming the writer (looked up
+    when first needed: reading the package's version costs a short command's start)."""
+    return f"version=2,zarrmount={zarrmount.__version__}"
 
 
 @dataclass(frozen=True)
@@ -54,12 +77,34 @@ def _fill(meta: ArrayMeta, dtype: np.dtype) -> np.ndarray | None:
         return None
 
 
+def _named(meta: ArrayMeta) -> Named | None:
+    """The array's dimension names, where it names every one."""
+    given = given_dimensions(meta)
+    if given is None or not all(isinstance(name, str) for name in given):
+        return None
+    return Named(tuple(given), "_ARRAY_DIMENSIONS" if meta.zarr_format == 2 else None)
+
+
+def _attributes(entry: Entry, meta: ArrayMeta, dtype: np.dtype) -> Mapping[str, Any]:
+    """An array's attributes, ``_FillValue`` typed as its file where xarray masks with
+    one (not where it is none of its values: xarray fails on it too)."""
+    if not fill_replaces(meta):
+        return entry.attributes
+    own = {k: v for k, v in entry.attributes.items() if k != "_FillValue"}
+    value = masked_fill(meta)
+    if value is not None:
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            own["_FillValue"] = np.asarray(value, dtype=dtype)  # 0-d: its byte order
+    return own
+
+
 class _Tree:
-    """The :class:`Group` tree of the entries."""
+    """The :class:`Group` tree of the entries, and their dimension names."""
 
     def __init__(self, entries: Sequence[Entry]) -> None:
         self.members: dict[str, list[Entry]] = defaultdict(list)
         self.root: Entry | None = None
+        self.names: dict[str, Named] = {}
         for entry in entries:
             if entry.path:
                 self.members[entry.path.rpartition("/")[0]].append(entry)
@@ -85,7 +130,11 @@ class _Tree:
     def array(self, name: str, entry: Entry) -> Array:
         meta, dtype = entry.meta, entry.dtype
         assert meta is not None and dtype is not None  # an array shown as a file
-        return Array(name, meta.shape, dtype, _fill(meta, dtype), entry.attributes)
+        named = _named(meta)
+        if named is not None:
+            self.names[entry.path] = named
+        attributes = _attributes(entry, meta, dtype)
+        return Array(name, meta.shape, dtype, _fill(meta, dtype), attributes)
 
 
 def _why(omission: Omission) -> str:
@@ -100,8 +149,9 @@ def h5_file(entries: Sequence[Entry]) -> H5File:
     tree = _Tree(entries)
     if tree.root is None:
         raise ValueError("no entry of the file's own group (path '')")
-    layout = hdf5_layout(tree.group(tree.root))
-    omitted = [(o.path, _why(o)) for o in layout.omitted]
+    root, dropped = netcdf4(tree.group(tree.root), tree.names, _properties())
+    layout = hdf5_layout(root)
+    omitted = [(o.path, _why(o)) for o in layout.omitted] + dropped
     for path, why in omitted:
         log.debug("%s: left out of the HDF5 file: %s", path or "/", why)
     return H5File(layout, omitted)

@@ -139,14 +139,20 @@ class _Dimensions:
         return self.tuples.setdefault(dimids, dimids)
 
 
-def _names(name: str, meta: ArrayMeta) -> list[str]:
-    """The array's dimension names: ``_ARRAY_DIMENSIONS`` (v2, as xarray writes),
-    ``dimension_names`` (v3), or made from the array's name."""
+def given_dimensions(meta: ArrayMeta) -> Sequence[Any] | None:
+    """The array's dimension names as the store gives them, one an axis (each a name or
+    not): ``_ARRAY_DIMENSIONS`` (v2, as xarray writes), ``dimension_names`` (v3)."""
     given: Sequence[Any] | None = meta.dimension_names
     if meta.zarr_format == 2:
         given = meta.attributes.get("_ARRAY_DIMENSIONS")
     if not isinstance(given, (list, tuple)) or len(given) != len(meta.shape):
-        given = [None] * len(meta.shape)
+        return None
+    return given
+
+
+def _names(name: str, meta: ArrayMeta) -> list[str]:
+    """The array's dimension names as given, or made from the array's name."""
+    given = given_dimensions(meta) or [None] * len(meta.shape)
     return [
         g if isinstance(g, str) and not name_problem(g) else f"{name}_dim{i}"
         for i, g in enumerate(given)
@@ -183,7 +189,14 @@ def attribute(name: str, value: Any, version: int) -> Attribute:
     return attribute(name, json.dumps(value, ensure_ascii=False), version)
 
 
-def _fill(meta: ArrayMeta) -> Any:
+def fill_replaces(meta: ArrayMeta) -> bool:
+    """Whether the store's ``_FillValue`` attribute gives way to the typed one of
+    :func:`masked_fill`: a v3 array's holds its encoding; a v2 array's fill value is the
+    one xarray masks with."""
+    return meta.zarr_format == 3 or meta.fill_json is not None
+
+
+def masked_fill(meta: ArrayMeta) -> Any:
     """The value xarray masks with when it reads the array from Zarr, or None: a v2
     array's fill value; a v3 array's ``_FillValue`` attribute (floats as base64 of a
     little-endian double)."""
@@ -201,7 +214,7 @@ def _fill(meta: ArrayMeta) -> Any:
 
 def _fill_attribute(meta: ArrayMeta, dtype: np.dtype, code: int) -> list[Attribute]:
     """``_FillValue`` typed as the variable (an unsigned one's bits as its signed type)."""
-    value = _fill(meta)
+    value = masked_fill(meta)
     if value is None or code == NC_CHAR:
         return []
     stored = NC_DTYPES[code]
@@ -222,9 +235,10 @@ def _member_attributes(member: Member, version: int) -> list[Attribute]:
 def _variable_attributes(meta: ArrayMeta, dtype: np.dtype, version: int) -> list[Attribute]:
     code = nc_type(dtype)
     own = dict(meta.attributes)
-    own.pop("_ARRAY_DIMENSIONS" if meta.zarr_format == 2 else "_FillValue", None)
-    if meta.zarr_format == 2 and meta.fill_json is not None:
-        own.pop("_FillValue", None)  # the fill value's, typed, below
+    if meta.zarr_format == 2:
+        own.pop("_ARRAY_DIMENSIONS", None)
+    if fill_replaces(meta):
+        own.pop("_FillValue", None)  # typed, below
     if dtype.kind == "u" and dtype.itemsize < 8:
         own.setdefault("_Unsigned", "true")
     elif dtype.kind == "b":

@@ -68,7 +68,8 @@ def named_attributes(
 ) -> tuple[Named, list[tuple[str, str]]]:
     """The attributes an object holds besides its ``fixed`` messages (of these data
     sizes), then which of ``given`` are left out, and why; ``left_out`` (its members left
-    out) and those are named in its ``zarrmount_omitted`` attribute. ``known``: whether
+    out) and those are named in its ``zarrmount_omitted`` attribute, after the text a
+    given one holds (what the caller left out). ``known``: whether
     a path names an object of the file (what references may refer to)."""
     held: Named = []
     omitted: list[tuple[str, str]] = []
@@ -88,6 +89,8 @@ def named_attributes(
     notes += [(f"attribute {n!r}", why) for n, why in omitted]
     if notes:
         text = "; ".join(f"{name}: {why}" for name, why in notes)
+        if isinstance(given.get(OMITTED), str):
+            text = f"{given[OMITTED]}; {text}"
         note = OMITTED.encode()
         held = [(n, v) for n, v in held if n != note] + [(note, attributes.attribute(note, text))]
     return held, omitted

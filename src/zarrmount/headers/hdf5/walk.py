@@ -46,13 +46,13 @@ def walk(root: Group) -> tuple[list[Planned], list[Omission]]:
         index = len(objects)
         planned = Planned(path, group, left_out=list(group.left_out))
         objects.append(planned)
-        kept = _kept(group, depth, planned.left_out)
+        members = kept_members(group, depth, planned.left_out)
         omitted.extend(Omission(join(path, n), None, why) for n, why in planned.left_out)
-        for name, node in kept:
+        for name, node in members:
             if isinstance(node, Array):
                 planned.members.append((name, len(objects)))
                 objects.append(Planned(join(path, node.name), node))
-        for name, node in kept:
+        for name, node in members:
             if isinstance(node, Group):
                 planned.members.append((name, visit(node, join(path, node.name), depth + 1)))
         planned.members.sort()
@@ -62,7 +62,7 @@ def walk(root: Group) -> tuple[list[Planned], list[Omission]]:
     return objects, omitted
 
 
-def _kept(
+def kept_members(
     group: Group, depth: int, left_out: list[tuple[str, str]]
 ) -> list[tuple[bytes, Group | Array]]:
     """``group``'s members HDF5 holds, sorted by name; the others added to ``left_out``."""
