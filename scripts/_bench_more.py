@@ -2,7 +2,8 @@
 through the mount against its own Zarr driver (``--cases gdal``, scripts/_bench_gdal.py),
 a hierarchy of 10,000 arrays listed (``--cases tree``, scripts/_bench_tree.py), eight
 readers at once (``--cases readers``, scripts/_bench_readers.py), a group read as its
-netCDF file (``--cases netcdf``, scripts/_bench_netcdf.py), random writes into
+netCDF file (``--cases netcdf``, scripts/_bench_netcdf.py) and as its HDF5 file
+(``--cases hdf5``, scripts/_bench_hdf5.py), random writes into
 shards (``--cases amplification``), the rw soak's write rate against an older commit's
 (``--cases soak``, scripts/_bench_soak.py), reads
 of an Icechunk repository (``--cases icechunk``), and what a distant store's round trips
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bench_amplification  # noqa: E402
 import _bench_data as d  # noqa: E402
 import _bench_gdal  # noqa: E402
+import _bench_hdf5  # noqa: E402
 import _bench_latency  # noqa: E402
 import _bench_netcdf  # noqa: E402
 import _bench_readers  # noqa: E402
@@ -212,6 +214,7 @@ def main() -> int:
                 "tree": lambda: _bench_tree.run(args, work),
                 "readers": lambda: _bench_readers.run(args, work),
                 "netcdf": lambda: _bench_netcdf.run(args, work),
+                "hdf5": lambda: _bench_hdf5.run(args, work),
                 "amplification": lambda: _bench_amplification.run(args, work),
                 "soak": lambda: _bench_soak.run(args, work),
                 "latency": lambda: _bench_latency.run(args, work),

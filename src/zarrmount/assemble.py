@@ -209,6 +209,7 @@ def assemble(
         "text" in options.sidecars,
         dataset,
         options.dataset_name or "root",
+        "hdf5" in options.sidecars,
     )
     mount.fs = Filesystem(table, root, options, mount.statistics, revalidation.ttl)
     if isinstance(store.store, FaultyStore):

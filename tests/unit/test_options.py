@@ -107,8 +107,8 @@ def test_every_sidecar_kind_the_option_accepts_is_a_sidecar():
     from zarrmount.vfs.sidecars import SIDECARS
 
     # text files are made by the inode table (they need the array decoded), and netCDF
-    # files by it too (one per group, of all its arrays), not SIDECARS
-    assert list(SIDECAR_KINDS) == [*SIDECARS, "netcdf", "text"]
+    # and HDF5 files by it too (one per group, of its arrays), not SIDECARS
+    assert list(SIDECAR_KINDS) == [*SIDECARS, "netcdf", "hdf5", "text"]
 
 
 def test_default_sidecars_are_envi_headers_and_text():

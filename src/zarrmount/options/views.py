@@ -1,5 +1,6 @@
 """Options of the files shown for other programs: sidecars and views beside array files,
-a group's netCDF file, the text of arrays of strings, the byte order of array files."""
+a group's netCDF and HDF5 files, the text of arrays of strings, the byte order of array
+files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from zarrmount.options.values import OptionError
 if TYPE_CHECKING:
     from zarrmount.options.mount_options import MountOptions
 
-SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "fits", "nifti", "mrc", "netcdf", "text")
+SIDECAR_KINDS = ("envi", "nrrd", "npy", "tiff", "fits", "nifti", "mrc", "netcdf", "hdf5", "text")
 DEFAULT_SIDECARS = ("envi", "text")
 BYTE_ORDERS = ("stored", "little", "big", "native")
 
@@ -50,13 +51,13 @@ VIEWS: tuple[Option, ...] = (
         "sidecars=LIST",
         "files for other programs: envi, nrrd, npy, tiff, fits, nifti, mrc, text beside "
         "each array, "
-        "netcdf in each group, joined with +, or none (default envi+text)",
+        "netcdf and hdf5 in each group, joined with +, or none (default envi+text)",
         _sidecars,
     ),
     Option(
         "dataset_name=NAME",
-        "the root group's netCDF file is NAME.nc (default: the source's last component "
-        "without .zarr or .zip)",
+        "the root group's netCDF and HDF5 files are NAME.nc and NAME.h5 (default: the "
+        "source's last component without .zarr or .zip)",
         _dataset_name,
     ),
     Option(

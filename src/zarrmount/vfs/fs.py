@@ -152,7 +152,9 @@ class Filesystem:
         """``getattr`` once what the node caches is checked against the store: the kernel
         asks when the attributes it kept expire, and drops its pages of a file whose
         mtime changed."""
-        await self.table[ino].revalidate()
+        node = self.table[ino]
+        await node.ready()
+        await node.revalidate()
         return self.getattr(ino)
 
     def _timeouts(self, node: Node) -> tuple[float, float]:
@@ -211,12 +213,15 @@ class Filesystem:
             ino, _listed = self.table.extras.get(parent, {}).get(name, (None, False))
         if ino is None:
             raise enoent(name)
+        await self.table[ino].ready()
         return self.getattr(ino)
 
     async def readdir(self, ino: int) -> list[tuple[str, Attr]]:
         children = await self.table[ino].children(self.ttl.period)
         extras = self.table.extras.get(ino, {})
         shown = {name: i for name, (i, listed) in extras.items() if listed} | children
+        for child in shown.values():
+            await self.table[child].ready()
         return [(name, self.getattr(child)) for name, child in sorted(shown.items())]
 
     def open(self, ino: int, flags: int) -> int:

@@ -83,6 +83,10 @@ class Node:
         """Get ready for a first read within ``budget`` bytes; returns the bytes used."""
         return 0
 
+    async def ready(self) -> None:
+        """Work out what the node's attributes need before the kernel is first told them
+        (a file whose size depends on the groups below it)."""
+
     async def revalidate(self) -> None:
         """Check what the node caches against the store, if its TTL has run out."""
 
@@ -103,6 +107,9 @@ class Context(Protocol):
     arrays: Arrays  # array engines
     read_only: bool
     mtime_ns: int  # of the mount
+
+    def __getitem__(self, ino: int) -> Node:
+        """The node ``ino`` (ENOENT if none)."""
 
     async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
         """The listing of ``parent`` holding ``children`` (and sidecars), after ``kept``."""

@@ -17,11 +17,13 @@ from zarrmount.format.model import ArrayNode, GroupNode, HiddenNode
 from zarrmount.format.multiscales import Pyramid, pyramid
 from zarrmount.format.physical import Space, spaces
 from zarrmount.headers import NotApplicable
+from zarrmount.headers.hdf5_group import file_name as h5_name
 from zarrmount.headers.netcdf_group import STRINGS, Member, file_name, group_file
 from zarrmount.hierarchy.base import Child
 from zarrmount.hierarchy.tree import Tree
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
+from zarrmount.vfs.hdf5file import Hdf5File
 from zarrmount.vfs.listing import Listing
 from zarrmount.vfs.netcdffile import NetcdfFile
 from zarrmount.vfs.node import Node
@@ -51,6 +53,7 @@ class InodeTable:
         text: bool = True,
         dataset: str | None = None,
         root_name: str = "root",
+        hdf5: bool = False,
     ) -> None:
         self.tree = tree
         self.arrays = arrays
@@ -59,6 +62,8 @@ class InodeTable:
         self.dataset = dataset  # the root group's name: each group is a NAME.nc; None: not
         self.root_name = root_name  # the root group's name in the files named for groups
         self._netcdf: dict[int, NetcdfFile] = {}  # by directory: kept while unchanged
+        self.hdf5 = hdf5  # each group's subtree shown as NAME.h5
+        self._hdf5: dict[int, Hdf5File] = {}  # by directory: kept while its subtree is
         self.read_only = arrays.read_only
         self.mtime_ns = time.time_ns()  # of the mount: every node's until written
         self.total_bytes = 0  # of every array file (statfs)
@@ -152,6 +157,7 @@ class InodeTable:
         self._nodes.pop(ino, None)
         self._closed.pop(ino, None)
         self._netcdf.pop(ino, None)  # a directory's
+        self._hdf5.pop(ino, None)
         self.extras.pop(ino, None)
 
     async def adopt(self, parent: Node, children: list[Child], kept: Listing | None = None):
@@ -159,6 +165,7 @@ class InodeTable:
         the array files among them, which never shadow a real node. ``kept``: entries
         that stay from an earlier listing (a reload), whose names a sidecar never takes."""
         listing = Listing() if kept is None else kept
+        before = self._members(parent.listing) if isinstance(parent, Directory) else None
         files: list[tuple[str, ArrayFile]] = []
         texts: list[tuple[str, ArrayNode, ArrayFile | None]] = []
         for child in children:
@@ -190,8 +197,11 @@ class InodeTable:
             self._add_sidecars(parent, name, file, listing, place, below, spaced.get(name))
         for name, array, file in texts:
             await self._add_text(parent, name, array, file, listing)
+        self._add_hdf5(parent, listing)
         self._add_netcdf(parent, listing)
         self._add_ome_tiff(parent, listing, pyramid, levels)
+        if kept is not None and before != self._members(listing):
+            self._renew_above(parent)
         return listing
 
     async def _places(self, parent: Node, files: list[tuple[str, ArrayFile]]) -> dict[str, Found]:
@@ -325,6 +335,53 @@ class InodeTable:
             made = NetcdfFile(self.next_ino(), parent.ino, found, shown, key)
             self._netcdf[parent.ino] = self.add(made)
         listing.put(name, name, made.ino)
+
+    def _members(self, listing: Listing | None) -> tuple[int, ...] | None:
+        """The nodes of the groups and arrays a listing shows (what its HDF5 file is made
+        of, with theirs)."""
+        if listing is None:
+            return None
+        return tuple(
+            sorted(
+                listing.entries.get(owner) or listing.entries[owner + ".txt"]
+                for owner in dict.fromkeys(listing.owners.values())
+                if isinstance(self.model(listing, owner), GroupNode | ArrayNode)
+            )
+        )
+
+    def _add_hdf5(self, parent: Node, listing: Listing) -> None:
+        """``NAME.h5``: the group and everything below it as one HDF5 file, made when the
+        kernel is first told its size (``Hdf5File.ready``), and again only when a
+        listing of its subtree changes (here, or ``_renew_above``)."""
+        group = parent.model
+        if not self.hdf5 or not isinstance(group, GroupNode):
+            return
+        name = h5_name(group.path, self.root_name)
+        if name in listing.entries:
+            log.warning("%s: no HDF5 file: a node of that name exists", name)
+            return
+        key = (group, self._members(listing))
+        made = self._hdf5.get(parent.ino)
+        if made is None or made.key != key:
+            made = Hdf5File(self.next_ino(), parent.ino, self, key)
+            self._hdf5[parent.ino] = self.add(made)
+        listing.put(name, name, made.ino)
+
+    def _renew_above(self, directory: Node) -> None:
+        """The groups or arrays ``directory`` shows changed: the HDF5 files made of the
+        groups above it are made anew (a new node, the kernel told; handles open on the
+        old one keep it)."""
+        below = directory
+        while below.parent != below.ino and (above := self._nodes.get(below.parent)):
+            old = self._hdf5.get(above.ino)
+            if old is not None and old.made is not None and isinstance(above, Directory):
+                assert above.listing is not None and above.group is not None  # it has one
+                name = h5_name(above.group.path, self.root_name)
+                new = self._hdf5[above.ino] = Hdf5File(self.next_ino(), above.ino, self, old.key)
+                above.listing.put(name, name, self.add(new).ino)
+                self.retire([old.ino])
+                self.forget(above.ino, {name})
+            below = above
 
     async def _add_text(
         self, parent: Node, name: str, array: ArrayNode, file: ArrayFile | None, listing: Listing
