@@ -14,6 +14,10 @@ from zarrmount.format.multiscales import pyramid
 from zarrmount.format.physical import describe as describe_space
 from zarrmount.format.physical import spaces
 from zarrmount.headers import NotApplicable
+from zarrmount.headers.hdf5 import Array
+from zarrmount.headers.hdf5.objects import array_problem
+from zarrmount.headers.hdf5_group import STRINGS as HDF5_STRINGS
+from zarrmount.headers.hdf5_group import file_name as h5_name
 from zarrmount.headers.netcdf_group import STRINGS, file_name, why_not
 from zarrmount.headers.tiff import tiled_image
 from zarrmount.hierarchy import Dialect, walk
@@ -43,6 +47,17 @@ def _netcdf(meta, file: str, dataset: str) -> dict[str, Any]:
     return {"file": f"{group}/{own}" if group else own}
 
 
+def _hdf5(meta, file: str, dataset: str) -> dict[str, Any]:
+    """The HDF5 file of the array's group that holds it (those of the groups above hold
+    it too), or why it is left out."""
+    group, _, name = file.rpartition("/")
+    why = HDF5_STRINGS if meta.strings else array_problem(Array(name, meta.shape, meta.dtype))
+    if why:
+        return {"reason": why}
+    own = h5_name(group, dataset)
+    return {"file": f"{group}/{own}" if group else own}
+
+
 def _sidecars(meta, file: str, kinds: list[str], dataset: str) -> dict[str, Any]:
     """Each sidecar kind's file, or why the array has none."""
     name = file.rpartition("/")[2]
@@ -59,6 +74,8 @@ def _sidecars(meta, file: str, kinds: list[str], dataset: str) -> dict[str, Any]
         found["text"] = {"file": file + ".txt"}
     if "netcdf" in kinds and file != ROOT_ARRAY_NAME:
         found["netcdf"] = _netcdf(meta, file, dataset)
+    if "hdf5" in kinds and file != ROOT_ARRAY_NAME:
+        found["hdf5"] = _hdf5(meta, file, dataset)
     return found
 
 

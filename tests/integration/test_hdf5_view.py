@@ -432,6 +432,27 @@ def test_a_real_array_named_like_the_h5_stays_the_real_node(tmp_path):
             np.testing.assert_array_equal(f["g/g.h5"][...], [1, 2, 3, 4, 5])
 
 
+def test_inspect_names_each_arrays_h5_or_why_it_has_none(tmp_path):
+    root = tmp_path / "odd.zarr"
+    with _quiet():
+        group = zarr.open_group(root, mode="w", zarr_format=3).create_group("g")
+        group.create_array("num", shape=(3,), dtype="<f4")
+        group.create_array("utf32", shape=(3,), dtype="<U4")
+        group.create_array("text", shape=(3,), dtype=str)
+    done = run_cli(["--inspect", str(root), "--json", "-o", "sidecars=hdf5"])
+    assert done.returncode == 0, done.stderr
+    found = {
+        n["path"]: n["sidecars"]["hdf5"]
+        for n in json.loads(done.stdout)["nodes"]
+        if "sidecars" in n
+    }
+    assert found["g/num"] == {"file": "g/g.h5"}
+    assert set(found["g/utf32"]) == {"reason"} and set(found["g/text"]) == {"reason"}
+    with mounted(root, sidecars="hdf5", tag="h5-odd") as mount, h5py.File(h5_path(mount, "g")) as f:
+        assert list(f) == ["num"]
+        assert "utf32" in omitted_names(plain(f.attrs[OMITTED_ATTR]))
+
+
 # ---------------------------------------------------------------------------------------
 # (d) a group of 10,000 arrays: opened without a chunk loaded
 # ---------------------------------------------------------------------------------------
