@@ -4,6 +4,7 @@ stores written by xarray, read back from the file by xarray's h5netcdf engine, n
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +19,9 @@ import zarr
 from test_hdf5_group import write_file
 from test_hdf5_layout import h5dump
 
+from zarrmount.format.v2 import parse_array
 from zarrmount.headers.hdf5 import OMITTED
+from zarrmount.headers.hdf5_group import Entry, h5_file
 
 
 def ncdump_header(path: Path) -> str:
@@ -175,3 +178,28 @@ def test_dimensions_netcdf_cannot_have_are_left_out_with_the_reason(tmp_path):
         assert why["b"] in nc["b"].getncattr(OMITTED)
     ncdump_header(path)
     h5dump(path, "-H")
+
+
+def test_a_dimension_of_thousands_of_arrays_keeps_no_list_of_them_and_says_so(tmp_path):
+    """A scale's list of users past one attribute message (4,000 of them) is left out:
+    readers find dimensions from the users' own lists."""
+    zarray = {"zarr_format": 2, "shape": [2, 3], "chunks": [2, 3], "dtype": "<f4"}
+    zarray |= {"compressor": None, "fill_value": "NaN", "order": "C", "filters": None}
+    attributes = {"units": "K", "_ARRAY_DIMENSIONS": ["y", "x"]}
+    meta = parse_array(json.dumps(zarray).encode(), attributes)
+    entries = [Entry("", {})]
+    entries += [Entry(f"v{i:04d}", attributes, meta, meta.dtype) for i in range(5000)]
+    made = h5_file(entries)
+    assert sorted(made.omitted) == [
+        (name, "attribute 'REFERENCE_LIST': it is more than one attribute message holds")
+        for name in ("x", "y")
+    ]
+    path = tmp_path / "big.h5"
+    with open(path, "wb") as f:
+        f.write(made.layout.header_range(0, made.layout.header_size))
+        f.truncate(made.layout.size)
+    with netCDF4.Dataset(path) as nc:
+        assert {n: len(d) for n, d in nc.dimensions.items()} == {"x": 3, "y": 2}
+        assert all(nc[f"v{i:04d}"].dimensions == ("y", "x") for i in (0, 2500, 4999))
+    with h5py.File(path) as f:
+        assert f["v4999"].dims[1][0].name == "/x" and "REFERENCE_LIST" not in f["x"].attrs

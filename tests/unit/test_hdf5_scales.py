@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 
 import h5py
 import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hdf5_layout import h5dump, write
 
 from zarrmount.headers.hdf5 import (
@@ -23,6 +28,7 @@ from zarrmount.headers.hdf5 import (
     ReferenceList,
     hdf5_layout,
 )
+from zarrmount.headers.hdf5.netcdf4 import Named, netcdf4
 
 NOT_A_VARIABLE = "This is a netCDF dimension but not a netCDF variable."
 
@@ -143,3 +149,61 @@ def test_scale_values_no_message_holds_are_left_out_never_json(tmp_path):
     write(path, Group("", arrays=arrays), {"x": np.zeros(2, "<i2")})
     with h5py.File(path) as f:
         assert set(f["x"].attrs) == {OMITTED}
+
+
+# -- any tree of named dimensions -------------------------------------------------------
+
+DIMS = st.sampled_from(["x", "y", "t", "a/b"])
+
+
+@st.composite
+def named_trees(draw, depth=0, prefix=""):
+    """Groups of arrays named like dimensions or not, over dimensions of a few names and
+    lengths (conflicts included), and the names of each array's dimensions."""
+    names: dict[str, Named] = {}
+    arrays = []
+    for name in draw(st.lists(st.sampled_from(["x", "y", "v", "w", "g"]), unique=True, max_size=4)):
+        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+        arrays.append(Array(name, shape, np.dtype("<i2")))
+        if draw(st.booleans()):
+            dims = tuple(draw(DIMS) for _ in shape)
+            names[prefix + name] = Named(dims, "dims")
+    groups = []
+    if depth < 2:
+        taken = {a.name for a in arrays}
+        for name in draw(st.lists(st.sampled_from(["g", "h"]), unique=True, max_size=2)):
+            if name not in taken:
+                group, below = draw(named_trees(depth + 1, f"{prefix}{name}/"))
+                groups.append(replace(group, name=name))
+                names |= below
+    return Group("", {}, groups, arrays), names
+
+
+@given(named_trees())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_dimensions_make_a_file_netcdf_reads_with_those_it_keeps(drawn):
+    root, names = drawn
+    made, dropped = netcdf4(root, names, "version=2")
+    arrays = dict(expected_arrays(root))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.h5"
+        layout = write(path, made, {p: np.zeros(a.shape, a.dtype) for p, a in arrays.items()})
+        assert not layout.omitted
+        with netCDF4.Dataset(path) as nc:
+            for p, array in arrays.items():
+                group, _, name = p.rpartition("/")
+                variable = (nc[group] if group else nc).variables.get(name)
+                if variable is None:  # a coordinate's scale, hidden only if not a variable
+                    raise AssertionError(f"{p} is no variable")
+                assert variable.shape == array.shape
+                if p in names and p not in dict(dropped):
+                    assert variable.dimensions == names[p].dimensions
+        h5dump(path, "-H")
+    assert all("dimension" in why for _, why in dropped)
+
+
+def expected_arrays(group: Group, prefix: str = ""):
+    for array in group.arrays:
+        yield prefix + array.name, array
+    for sub in group.groups:
+        yield from expected_arrays(sub, f"{prefix}{sub.name}/")

@@ -21,30 +21,34 @@ floating-point, bool as h5py's int8 enum FALSE/TRUE, complex as h5py's compound 
 ``r`` and ``i``, ``S`` as null-padded strings), a fill value (version 2: the Zarr fill
 value; the library's zeros where there is none, and for ``S`` and float16, whose fill
 value netCDF-C frees as a string's pointer) and a contiguous layout (version 3; the
-undefined address for an empty array); attributes (version 1: numbers, lists of them,
-variable-length UTF-8 text, else JSON text, see :mod:`.attributes`), their text in
-global heap collections after the objects.
+undefined address for an empty array or one with no storage); attributes (version 1:
+numbers, lists of them, variable-length UTF-8 text, else JSON text, see
+:mod:`.attributes`), their text in global heap collections after the objects.
 
 **Left out, with the reason** (in :attr:`Hdf5Layout.omitted` and the owning object's
 ``zarrmount_omitted`` attribute): members whose names HDF5 refuses or that collide
 (empty, ``.``, with ``/`` or NUL, text UTF-8 cannot carry, two members of one name),
 arrays of types it has not (``U`` UTF-32 text, records, datetimes, objects) or of more
-than 32 dimensions, groups nested more than 100 deep, attributes with such names, and
-those past 65,535 messages or 4 GiB of one object header.
+than 32 dimensions, groups nested more than 100 deep, attributes with such names, the
+dimension scale API's values no message holds (a ``REFERENCE_LIST`` of 4,000 users:
+never JSON text), and those past 65,535 messages or 4 GiB of one object header; the
+text of a ``zarrmount_omitted`` attribute the caller gives comes first.
 
 **Made in parts** (:mod:`.layout`): the layout keeps sizes and places only; any range
 of the header makes the object headers, links and collections it touches.
 
-**References and dimension scales** (netCDF-4, to come): an attribute value may be a
-:class:`Reference` (or a list of them): an object reference (class 7, the referenced
-object header's 8-byte address, resolved from the layout's addresses when the header is
-made). ``DIMENSION_LIST``, a variable-length sequence of references a dimension, is a
-:class:`~.attributes.Value` whose heap items are references: let ``heap`` items be
-paths resolved as ``references`` are (in ``Value.data`` and the collection maker), its
-datatype a sequence (class 9, type 0) of ``object_reference()``; ``REFERENCE_LIST``, a
-compound of a reference and an int32 (``datatypes.compound``), a value whose fixed bytes
-interleave addresses. Both fit the layout as it is: every address is known before any
-byte is made, and no item's size depends on one.
+**References and dimension scales**: an attribute value may be a :class:`Reference` (or
+a list of them): an object reference (class 7, the referenced object header's 8-byte
+address, resolved from the layout's addresses when the header is made); the dimension
+scale API's values are typed too (:mod:`.tree`): :class:`FixedText` (a null-terminated
+ASCII string of a fixed size: ``CLASS``, ``NAME``, ``_NCProperties``),
+:class:`DimensionList` (``DIMENSION_LIST``: a variable-length sequence of references a
+dimension, its items in the global heap as the paths they are made from) and
+:class:`ReferenceList` (``REFERENCE_LIST``: records of a reference and a uint32); an
+array may have no storage (``stored=False``: netCDF-C's dimension-only datasets). Every
+address is known before any byte is made, and no item's size depends on one.
+:func:`.netcdf4.netcdf4` lays a tree out as netCDF-4: named dimensions as scales
+(coordinates, or datasets with no storage), ``_Netcdf4Dimid``, ``_NCProperties``.
 """
 
 from zarrmount.headers.hdf5.layout import Hdf5Layout, Region, TreeChanged, hdf5_layout
