@@ -164,7 +164,8 @@ def named_trees(draw, depth=0, prefix=""):
     arrays = []
     for name in draw(st.lists(st.sampled_from(["x", "y", "v", "w", "g"]), unique=True, max_size=4)):
         shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
-        arrays.append(Array(name, shape, np.dtype("<i2")))
+        dtype = draw(st.sampled_from(["<i2", "<U2"]))  # U: left out by the layout
+        arrays.append(Array(name, shape, np.dtype(dtype)))
         if draw(st.booleans()):
             dims = tuple(draw(DIMS) for _ in shape)
             names[prefix + name] = Named(dims, "dims")
@@ -188,7 +189,7 @@ def test_any_dimensions_make_a_file_netcdf_reads_with_those_it_keeps(drawn):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.h5"
         layout = write(path, made, {p: np.zeros(a.shape, a.dtype) for p, a in arrays.items()})
-        assert not layout.omitted
+        assert all(o.path not in arrays for o in layout.omitted)
         with netCDF4.Dataset(path) as nc:
             for p, array in arrays.items():
                 group, _, name = p.rpartition("/")
@@ -204,6 +205,7 @@ def test_any_dimensions_make_a_file_netcdf_reads_with_those_it_keeps(drawn):
 
 def expected_arrays(group: Group, prefix: str = ""):
     for array in group.arrays:
-        yield prefix + array.name, array
+        if array.dtype.kind != "U":
+            yield prefix + array.name, array
     for sub in group.groups:
         yield from expected_arrays(sub, f"{prefix}{sub.name}/")

@@ -63,7 +63,7 @@ class _Plan:
         self.only: dict[str, list[tuple[str, _Dimension]]] = defaultdict(list)  # group's
         self.used: dict[str, tuple[str, ...]] = {}  # array -> its scales' paths
         self.dimensioned: set[str] = set()  # arrays over dimensions (scales too)
-        self.omitted: list[tuple[str, str]] = []
+        self.dropped: dict[str, str] = {}  # array -> why it has no dimensions
         self._group(root, "", 0, ChainMap())
 
     def _define(self, path: str, length: int) -> _Dimension:
@@ -79,7 +79,7 @@ class _Plan:
             if self._is_coordinate(array, join(path, array.name)):
                 own[array.name] = self._define(join(path, array.name), array.shape[0])
                 self.dimensioned.add(join(path, array.name))
-        taken = {node.name for node in members}
+        taken = {node.name for node in (*group.arrays, *group.groups)}  # held or not
         scope = visible.new_child(own)
         for array in arrays:
             at = join(path, array.name)
@@ -106,12 +106,12 @@ class _Plan:
         for axis, (name, length) in enumerate(zip(dimensions, array.shape, strict=True)):
             nearest = scope.get(name)
             if name in new or (nearest is not None and nearest.length == length):
-                why = None if new.get(name, length) == length else "two lengths"
+                why = None if new.get(name, length) == length else "the array has two lengths"
             else:
                 why = _unmade(name, nearest, scope.maps[0], taken)
                 new[name] = length
             if why:
-                self.omitted.append((path, f"dimension {name!r} (axis {axis}): {why}"))
+                self.dropped[path] = f"dimension {name!r} (axis {axis}): {why}"
                 return
         for name, length in new.items():
             scope.maps[0][name] = made = self._define(join(group, name), length)
@@ -165,7 +165,7 @@ class _Maker:
             attributes["DIMENSION_LIST"] = DimensionList(tuple((s,) for s in plan.used[path]))
         if path in plan.scales:
             attributes |= _scale(plan.scales[path], array.name)
-        why = "; ".join(w for p, w in plan.omitted if p == path)
+        why = plan.dropped.get(path)
         if why:
             given = attributes.get(OMITTED)
             attributes[OMITTED] = f"{given}; {why}" if isinstance(given, str) else why
@@ -186,4 +186,4 @@ def netcdf4(
     plan = _Plan(root, names)
     made = _Maker(plan).group(root, "")
     attributes = {**made.attributes, "_NCProperties": FixedText(properties, len(properties))}
-    return replace(made, attributes=attributes), plan.omitted
+    return replace(made, attributes=attributes), list(plan.dropped.items())
