@@ -203,3 +203,25 @@ def test_a_dimension_of_thousands_of_arrays_keeps_no_list_of_them_and_says_so(tm
         assert all(nc[f"v{i:04d}"].dimensions == ("y", "x") for i in (0, 2500, 4999))
     with h5py.File(path) as f:
         assert f["v4999"].dims[1][0].name == "/x" and "REFERENCE_LIST" not in f["x"].attrs
+
+
+@pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_coordinate_hdf5_cannot_hold_leaves_its_dimension(tmp_path, zarr_format):
+    """Fixed-size unicode (UTF-32, no HDF5 type): the coordinate is left out, named, and
+    its dimension is a dataset with no storage in its place."""
+    store = tmp_path / "u.zarr"
+    labels = np.array(["a", "bc", "d"], "<U2")
+    ds = xr.Dataset({"v": (("x", "t"), np.ones((3, 2)))}, coords={"x": labels, "t": [1, 2]})
+    ds.to_zarr(store, zarr_format=zarr_format, consolidated=False)
+    path = tmp_path / "u.h5"
+    made = write_file(path, store)
+    assert made.omitted == [("x", "HDF5 has no UTF-32 strings (NumPy's U)")]
+    with xr.open_dataset(path, engine="h5netcdf") as got:
+        assert omitted_names(made.omitted) == ["x"] and "'x': HDF5" in got.attrs.pop(OMITTED)
+        expected = xr.open_zarr(store, consolidated=False).drop_vars(["x"])
+        xr.testing.assert_identical(got.load(), expected.load())
+    assert "\tdouble v(x, t) ;" in ncdump_header(path)
+    with h5py.File(path) as f:
+        assert f["x"].id.get_offset() is None and f["v"].dims[0][0].name == "/x"
+    h5dump(path, "-H")

@@ -13,21 +13,23 @@ read the arrays' dimensions by name.
   numbered as the groups are read: each group's, then its groups'); the root holds
   ``_NCProperties``.
 
-An array whose dimensions cannot be (a name used with two lengths in one group, taken
-by a member that is not its coordinate, or that netCDF refuses) keeps none, and says why
-in its ``zarrmount_omitted`` attribute; netCDF-C then names its axes ``phony_dim_N``.
+A coordinate the file cannot hold (of a type HDF5 has not) gives its place to a
+dimension-only dataset of its name, and is named left out. An array whose dimensions
+cannot be (a name used with two lengths in one group, taken by a member that is not its
+coordinate, or that netCDF refuses) keeps none, and says why in its
+``zarrmount_omitted`` attribute; netCDF-C then names its axes ``phony_dim_N``.
 """
 
 from __future__ import annotations
 
-from collections import ChainMap, defaultdict
+from collections import ChainMap, Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 
-from zarrmount.headers.hdf5.objects import OMITTED
+from zarrmount.headers.hdf5.objects import OMITTED, array_problem
 from zarrmount.headers.hdf5.tree import Array, DimensionList, FixedText, Group, ReferenceList
 from zarrmount.headers.hdf5.walk import join, kept_members
 from zarrmount.headers.netcdf_group import name_problem
@@ -79,7 +81,7 @@ class _Plan:
             if self._is_coordinate(array, join(path, array.name)):
                 own[array.name] = self._define(join(path, array.name), array.shape[0])
                 self.dimensioned.add(join(path, array.name))
-        taken = {node.name for node in (*group.arrays, *group.groups)}  # held or not
+        taken = {node.name for node in (*group.arrays, *group.groups)} - set(_unheld(group))
         scope = visible.new_child(own)
         for array in arrays:
             at = join(path, array.name)
@@ -135,6 +137,14 @@ def _unmade(
     return f"netCDF refuses the name: {problem}" if problem else None
 
 
+def _unheld(group: Group) -> dict[str, str]:
+    """The group's arrays of types the file has not, by their (otherwise unique) names,
+    and why: a dimension of the name takes the place of such a coordinate."""
+    count = Counter(node.name for node in (*group.arrays, *group.groups))
+    problems = {a.name: array_problem(a) for a in group.arrays if count[a.name] == 1}
+    return {name: why for name, why in problems.items() if why}
+
+
 def _scale(dimension: _Dimension, name: str) -> dict[str, object]:
     """A scale's attributes, as the dimension scale API and netCDF-C write them."""
     found: dict[str, object] = {"CLASS": FixedText("DIMENSION_SCALE"), "NAME": FixedText(name)}
@@ -151,10 +161,15 @@ class _Maker:
         self.plan = plan
 
     def group(self, group: Group, path: str) -> Group:
-        arrays = [self.array(a, join(path, a.name)) for a in group.arrays]
-        arrays += [self.only(name, d) for name, d in self.plan.only.get(path, ())]
+        only = dict(self.plan.only.get(path, ()))
+        displaced = {name: why for name, why in _unheld(group).items() if name in only}
+        arrays = [
+            self.array(a, join(path, a.name)) for a in group.arrays if a.name not in displaced
+        ]
+        arrays += [self.only(name, d) for name, d in only.items()]
         groups = [self.group(g, join(path, g.name)) for g in group.groups]
-        return replace(group, groups=groups, arrays=arrays)
+        left_out = [*group.left_out, *displaced.items()]
+        return replace(group, groups=groups, arrays=arrays, left_out=left_out)
 
     def array(self, array: Array, path: str) -> Array:
         plan, attributes = self.plan, dict(array.attributes)
