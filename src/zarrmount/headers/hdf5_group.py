@@ -5,9 +5,9 @@ dataset's, the store's attributes as HDF5 attributes. Made from metadata alone.
 
 netCDF-4 on top (:mod:`.hdf5.netcdf4`): the dimensions named by ``_ARRAY_DIMENSIONS``
 (v2, as xarray writes; the attribute then left out) or ``dimension_names`` (v3) as
-dimension scales, and ``_FillValue`` typed as the array where xarray masks with one
-(as the ``.nc`` of :mod:`.netcdf_group`), so xarray reads from the file what it reads
-from the store."""
+dimension scales (its coordinate, or a dataset with no storage named for it), and
+``_FillValue`` typed as the array where xarray masks with one (as the ``.nc`` of
+:mod:`.netcdf_group`), so xarray reads from the file what it reads from the store."""
 
 from __future__ import annotations
 
@@ -57,8 +57,10 @@ class Entry:
 @dataclass(frozen=True)
 class H5File:
     """The file's layout (a data region's path is the ``Entry.path`` of the array whose
-    file bytes go there) and what it leaves out: (path, why), an attribute's why naming
-    it."""
+    file bytes go there) and what it leaves out: (path, why) of a member left out, an
+    attribute (``why`` begins ``attribute 'NAME':``) or an array's dimensions (``why``
+    begins ``dimension 'NAME'``: the array is there, over no named dimensions). A
+    coordinate left out gives its name to a dimension-only dataset."""
 
     layout: Hdf5Layout
     omitted: list[tuple[str, str]]
