@@ -138,3 +138,35 @@ def test_a_whole_read_keeps_few_array_files_open(source):
         assert sum(f.opens for f in files) == 0
 
     trio.run(main)
+
+
+def test_arrays_the_listing_hides_are_named_left_out(tmp_path):
+    """An array of strings without text files and one whose metadata cannot be read have
+    no node in the listing: the .h5 names both, with why, in their group's attribute."""
+    root = str(tmp_path / "hidden.zarr")
+    top = zarr.open_group(root, mode="w", zarr_format=2)
+    sub = top.create_group("sub")
+    sub.create_array("kept", shape=(4,), dtype="<i2")[...] = 3
+    sub.create_array("names", shape=(2,), dtype=str)[...] = ["a", "bc"]
+    (Path(root) / "sub" / "broken").mkdir()
+    (Path(root) / "sub" / "broken" / ".zarray").write_text("{not json")
+    dialect, node, pipeline = hierarchy.open_hierarchy(LocalStore(root))
+    options = MountOptions(sidecars=["hdf5"], dataset_name="data")
+    fs = assemble(dialect, node, pipeline, options).fs
+
+    async def main() -> bytes:
+        ino = await lookup(fs, "data.h5")
+        fh = fs.open(ino, os.O_RDONLY)
+        try:
+            return await read_all(fs, fh, fs.getattr(ino).size)
+        finally:
+            await fs.release(fh)
+
+    path = tmp_path / "hidden.h5"
+    path.write_bytes(trio.run(main))
+    with h5py.File(path, "r") as f:
+        assert list(f["sub"]) == ["kept"]
+        note = f["sub"].attrs["zarrmount_omitted"]
+    note = note.decode() if isinstance(note, bytes) else note
+    assert "'names': " in note and "strings" in note and "netCDF" not in note, note
+    assert "'broken': " in note, note

@@ -49,9 +49,9 @@ class Entry:
 
     path: str  # below the file's group: "" the group itself, "a", "a/b"
     attributes: Mapping[str, Any]  # the node's user attributes as the store has them
-    meta: ArrayMeta | None = None  # an array's metadata; None: a group
+    meta: ArrayMeta | None = None  # an array's metadata; None: a group (or see why_not)
     dtype: np.dtype | None = None  # of the array FILE's bytes; None: a group, or not shown
-    why_not: str = ""  # an array not shown as a file: why
+    why_not: str = ""  # an array not shown as a file: why (its meta None where unread)
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class _Tree:
         left_out: list[tuple[str, str]] = []
         for member in self.members[entry.path] if depth <= MAX_DEPTH else ():
             name = member.path.rpartition("/")[2]
-            if member.meta is None:
+            if member.meta is None and not member.why_not:
                 groups.append(self.group(member, depth + 1))
             elif member.dtype is None:
                 left_out.append((name, member.why_not or "not shown as a file"))

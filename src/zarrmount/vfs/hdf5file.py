@@ -17,6 +17,7 @@ from zarrmount.format.model import ArrayNode, GroupNode
 from zarrmount.headers.hdf5 import TreeChanged
 from zarrmount.headers.hdf5.walk import MAX_DEPTH, join
 from zarrmount.headers.hdf5_group import STRINGS, Entry, H5File, h5_file
+from zarrmount.headers.netcdf_group import STRINGS as NC_STRINGS
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
 from zarrmount.vfs.node import Context, Node
@@ -52,7 +53,16 @@ async def subtree(table: Context, top: Directory) -> tuple[list[Entry], dict[str
                 entries.append(Entry(where, model.meta.attributes, model.meta, node.dtype()))
             elif isinstance(model, ArrayNode):
                 entries.append(Entry(where, model.meta.attributes, model.meta, None, STRINGS))
+        # arrays the listing does not show (hidden for their metadata, strings without text)
+        entries += [
+            Entry(join(path, n), {}, why_not=_reworded(why)) for n, why in listing.unshown.items()
+        ]
     return entries, files
+
+
+def _reworded(why: str) -> str:
+    """The listing's reasons are the ``.nc``'s: an array of strings has its own here."""
+    return STRINGS if why == NC_STRINGS else why
 
 
 class Hdf5File(RegionFile):
