@@ -141,7 +141,12 @@ def test_every_dtype_and_byte_order_reads_back_as_numpy_has_it(tmp_path, dtype):
 
 
 def test_contiguous_data_lies_where_the_layout_says(tmp_path):
-    values = {"x": np.arange(5000, dtype=">i4"), "y": np.ones((3, 3), "<f8"), "e": np.zeros(0)}
+    values = {
+        "x": np.arange(5000, dtype=">i4"),
+        "y": np.ones((3, 3), "<f8"),
+        "e": np.zeros(0),
+        "big": np.arange(300_000, dtype="<f8"),
+    }
     path = tmp_path / "t.h5"
     layout = write(path, tree(values), values)
     with h5py.File(path) as f:
@@ -153,6 +158,8 @@ def test_contiguous_data_lies_where_the_layout_says(tmp_path):
     assert all(r.offset >= end for r, end in zip(layout.data_regions[1:], ends, strict=False))
     assert layout.size == ends[-1] == path.stat().st_size
     assert layout.data_regions[0].offset % 4096 == 0  # a page for regions of a page or more
+    with h5py.File(path) as f:  # a MiB, the kernel's reads, for regions of a MiB or more
+        assert f["big"].id.get_offset() % (1 << 20) == 0
 
 
 ATTRIBUTES = {

@@ -30,6 +30,9 @@ from zarrmount.headers.hdf5.walk import Omission, Planned, walk
 
 LEAF_K, INTERNAL_K = 4, 16  # the library's defaults: 8 entries a SNOD, 32 children a node
 _PAGE = 4096
+# a region of this size or more starts on a multiple of it: the kernel's reads of the
+# file (1 MiB as mounted) then fall on the array file's own read boundaries
+_READ = 1 << 20
 # a header from this size on is followed by _GAP zeros: a reader of the header has the
 # kernel read ahead up to two windows (2 MiB as mounted), which should load no array
 _GAP_FROM, _GAP = 64 << 10, 4 << 20
@@ -52,6 +55,10 @@ def _align(n: int, to: int) -> int:
 def _data_start(metadata_end: int) -> int:
     start = _align(metadata_end, _PAGE)
     return start + _GAP if metadata_end >= _GAP_FROM else start
+
+
+def _region_alignment(nbytes: int) -> int:
+    return _READ if nbytes >= _READ else _PAGE if nbytes >= _PAGE else 16
 
 
 class TreeChanged(RuntimeError):
@@ -129,7 +136,7 @@ class Hdf5Layout:
             node = planned.node
             if isinstance(node, Array) and node.stored and node.nbytes:
                 # a region of a page or more starts on a page: reading it touches no other
-                at = _align(at, _PAGE if node.nbytes >= _PAGE else 16)
+                at = _align(at, _region_alignment(node.nbytes))
                 self._data[i] = at
                 self.data_regions.append(Region(planned.path, at, node.nbytes))
                 at += node.nbytes
