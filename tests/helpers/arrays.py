@@ -35,3 +35,16 @@ def write_array(
             )
         arr[region] = data[region]
     return arr
+
+
+def values_of(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """Values of every kind: random bits for numbers (NaNs included), random letters for
+    byte strings, random truth values."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind == "S":
+        return rng.integers(97, 123, (*shape, dt.itemsize), np.uint8).view(dt).reshape(shape)
+    raw = rng.integers(0, 256, (*shape, dt.itemsize), dtype=np.uint8)
+    return raw.view(dt).reshape(shape)

@@ -230,18 +230,10 @@ def test_xarray_reads_each_group_of_an_h5_as_it_reads_the_store(corpus, name):
     prints the store's dimension names."""
     store = corpus.stores[name].path
     with mounted(store, sidecars="hdf5+text", tag=f"h5-xr-{name}") as mount:
-        for group in groups_of(store):
-            for path, inside in ((h5_path(mount), group), (h5_path(mount, group), "")):
-                with (
-                    _quiet(),
-                    xr.open_dataset(path, engine="h5netcdf", group=inside or None) as opened,
-                    xr.open_zarr(store, group=group or None) as expected,
-                ):
-                    got = opened.load()
-                    left_out = omitted_names(got.attrs.pop(OMITTED_ATTR, None))
-                    want = expected.drop_vars(sorted(left_out & set(expected.variables)))
-                    xr.testing.assert_identical(got, want.load())
-            assert_ncdump_names_dimensions(h5_path(mount, group), store, group)
+        for got, expected in each_group_read_both_ways(mount, store):
+            left_out = omitted_names(got.attrs.pop(OMITTED_ATTR, None))
+            want = expected.drop_vars(sorted(left_out & set(expected.variables)))
+            xr.testing.assert_identical(got, want.load())
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
@@ -259,18 +251,25 @@ def test_xarray_reads_an_h5_of_a_datatree_as_it_reads_the_store(tmp_path, fmt):
     with _quiet():
         tree.to_zarr(store, zarr_format=fmt, encoding={"/": SMALL_ENCODING}, consolidated=False)
     with mounted(store, sidecars="hdf5", tag=f"h5-tree-v{fmt}") as mount:
-        for group in groups_of(store):
-            for path, inside in ((h5_path(mount), group), (h5_path(mount, group), "")):
-                with (
-                    _quiet(),
-                    xr.open_dataset(path, engine="h5netcdf", group=inside or None) as opened,
-                    xr.open_zarr(store, group=group or None, consolidated=False) as expected,
-                ):
-                    got = opened.load()
-                    assert OMITTED_ATTR not in got.attrs, got.attrs[OMITTED_ATTR]
-                    xr.testing.assert_identical(got, expected.load())
-            assert_ncdump_names_dimensions(h5_path(mount, group), store, group)
+        for got, expected in each_group_read_both_ways(mount, store, consolidated=False):
+            assert OMITTED_ATTR not in got.attrs, got.attrs[OMITTED_ATTR]
+            xr.testing.assert_identical(got, expected.load())
         mount.assert_alive()
+
+
+def each_group_read_both_ways(mount, store: Path, **zarr_options):
+    """For each group of ``store``, from the root's .h5 and from its own, the group as
+    xarray's h5netcdf engine reads it (loaded) and as ``open_zarr`` does; then ncdump's
+    check of the group's own .h5."""
+    for group in groups_of(store):
+        for path, inside in ((h5_path(mount), group), (h5_path(mount, group), "")):
+            with (
+                _quiet(),
+                xr.open_dataset(path, engine="h5netcdf", group=inside or None) as opened,
+                xr.open_zarr(store, group=group or None, **zarr_options) as expected,
+            ):
+                yield opened.load(), expected
+        assert_ncdump_names_dimensions(h5_path(mount, group), store, group)
 
 
 def assert_ncdump_names_dimensions(path: str, store: Path, group: str) -> None:

@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import zarr
+from helpers.arrays import values_of
 from test_hdf5_layout import assert_attribute, h5dump
 from zarr.codecs import BytesCodec
 
@@ -69,18 +70,6 @@ def write_file(path: Path, store: Path, group: str = "", byteorder: str = "") ->
             f.write(data)
         f.truncate(layout.size)
     return made
-
-
-def values_of(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dt.kind == "S":
-        return rng.integers(97, 123, (*shape, dt.itemsize), np.uint8).view(dt).reshape(shape)
-    if dt.kind == "c":
-        return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dt)
-    return (rng.normal(size=shape) * 100).astype(dt)
 
 
 ATTRS = {"title": "Température", "n": 3, "ratio": 0.5, "ints": [1, 2], "nested": {"a": None}}

@@ -16,6 +16,7 @@ import h5py
 import netCDF4
 import numpy as np
 import pytest
+from helpers.arrays import values_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,18 +38,6 @@ DTYPES = (
     + [f"{order}{kind}" for order in "<>" for kind in ("f2", "f4", "f8", "c8", "c16")]
 )
 SHAPES = [(), (7,), (2, 3, 4), (0,), (3, 0, 2)]
-
-
-def values_of(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
-    """Values of every kind: random bits for numbers (NaNs included), random bytes."""
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dt.kind == "S":
-        return rng.integers(97, 123, (*shape, dt.itemsize), np.uint8).view(dt).reshape(shape)
-    raw = rng.integers(0, 256, (*shape, dt.itemsize), dtype=np.uint8)
-    return raw.view(dt).reshape(shape)
 
 
 def tree(values: dict[str, np.ndarray], fills=None, attrs=None, group_attrs=None) -> Group:
