@@ -143,7 +143,9 @@ class ArrayReader:
             return flat
         return None
 
-    async def _copy(self, plan: dict[Coords, list[Copy]], out: np.ndarray, partial=True) -> None:
+    async def _copy(
+        self, plan: dict[Coords, list[Copy]], out: np.ndarray, partial: bool = True
+    ) -> None:
         got = await self._gather(plan, partial)
         try:
             for coords, copies in plan.items():

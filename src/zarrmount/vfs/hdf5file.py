@@ -20,7 +20,7 @@ from zarrmount.headers.hdf5_group import STRINGS, Entry, H5File, h5_file
 from zarrmount.headers.netcdf_group import STRINGS as NC_STRINGS
 from zarrmount.vfs.arrayfile import ArrayFile
 from zarrmount.vfs.directory import Directory
-from zarrmount.vfs.node import Context, Node
+from zarrmount.vfs.node import Context
 from zarrmount.vfs.regions import RegionFile, RegionHandle
 
 log = logging.getLogger(__name__)
@@ -66,16 +66,15 @@ def _reworded(why: str) -> str:
 
 
 class Hdf5File(RegionFile):
-    __slots__ = ("table", "key", "made", "files", "lock")
+    __slots__ = ("table", "key", "made", "lock")
     kind = "an HDF5 view"
 
     def __init__(self, ino: int, parent: int, table: Context, key: object) -> None:
-        super().__init__(ino, parent)
+        super().__init__(ino, parent, [])  # its files once made
         self.table = table
         self.key = key  # what the table made it from: unchanged, a reload keeps this node
         self.made: H5File | None = None  # once the kernel is told of it
-        self.files: list[ArrayFile] = []  # of each data region, in the file's order
-        self.lock: trio.Lock | None = None  # while being made
+        self.lock = trio.Lock()  # held while it is made
 
     def size(self) -> int:
         return 0 if self.made is None else self.made.layout.size
@@ -83,8 +82,6 @@ class Hdf5File(RegionFile):
     async def ready(self) -> None:
         if self.made is not None:
             return
-        if self.lock is None:
-            self.lock = trio.Lock()
         async with self.lock:
             if self.made is None:
                 top = self.table[self.parent]
@@ -94,10 +91,6 @@ class Hdf5File(RegionFile):
                 made = await trio.to_thread.run_sync(h5_file, entries)
                 self.files = [files[region.path] for region in made.layout.data_regions]
                 self.made = made
-        self.lock = None
-
-    def shown_files(self) -> list[Node]:
-        return list(self.files)
 
     def handle(self) -> Hdf5Handle:
         if self.made is None:  # the kernel opens what it looked up: ready
@@ -114,7 +107,7 @@ class Hdf5Handle(RegionHandle):
         self.layout = layout = made.layout
         regions = layout.data_regions
         starts, sizes = [r.offset for r in regions], [r.size for r in regions]
-        super().__init__(file, file.files, starts, sizes, layout.size, layout.header_size)
+        super().__init__(file, starts, sizes, layout.size, layout.header_size)
 
     def header(self, start: int, stop: int) -> bytes:
         try:

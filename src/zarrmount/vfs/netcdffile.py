@@ -13,7 +13,7 @@ import numpy as np
 from zarrmount.array.byteorder import Convert, read_converted, to_big_endian, utf8_padded
 from zarrmount.headers.netcdf_group import GroupFile
 from zarrmount.vfs.arrayfile import ArrayFile
-from zarrmount.vfs.node import Handle, Node
+from zarrmount.vfs.node import Handle
 from zarrmount.vfs.regions import RegionFile, RegionHandle
 
 log = logging.getLogger(__name__)
@@ -28,22 +28,18 @@ def conversion(dtype: np.dtype) -> Convert | None:
 
 
 class NetcdfFile(RegionFile):
-    __slots__ = ("made", "files", "key")
+    __slots__ = ("made", "key")
     kind = "a netCDF view"
 
     def __init__(
         self, ino: int, parent: int, made: GroupFile, files: list[ArrayFile], key: object
     ) -> None:
-        super().__init__(ino, parent)
+        super().__init__(ino, parent, files)
         self.made = made
-        self.files = files  # the array file of each variable, in the file's order
         self.key = key  # what it was made from: unchanged, a reload keeps this node
 
     def size(self) -> int:
         return self.made.layout.size
-
-    def shown_files(self) -> list[Node]:
-        return list(self.files)
 
     def handle(self) -> NetcdfHandle:
         return NetcdfHandle(self)
@@ -60,7 +56,7 @@ class NetcdfHandle(RegionHandle):
         n = len(file.files)
         starts = [int(b) for b in layout.begins[:n]]
         sizes = [f.size() for f in file.files]
-        super().__init__(file, file.files, starts, sizes, layout.size, layout.data_start)
+        super().__init__(file, starts, sizes, layout.size, layout.data_start)
         self.layout = layout
         self.dtypes = [m.dtype for m in file.made.members]
 

@@ -28,11 +28,12 @@ class RegionFile(Node):
     as the array file that expires first (a group of 10,000 arrays is asked for its
     attributes as often as one array)."""
 
-    __slots__ = ("read",)
+    __slots__ = ("files", "read")
     kind = "a view of a group"  # named when a write is refused
 
-    def __init__(self, ino: int, parent: int) -> None:
+    def __init__(self, ino: int, parent: int, files: list[ArrayFile]) -> None:
         super().__init__(ino, parent)
+        self.files = files  # the array file of each region, in the file's order
         self.read: dict[int, ArrayFile] = {}  # the files of the regions read so far
 
     def mode(self, read_only: bool) -> int:
@@ -44,6 +45,9 @@ class RegionFile(Node):
     async def revalidate(self) -> None:
         for file in list(self.read.values()):
             await file.revalidate()
+
+    def shown_files(self) -> list[Node]:
+        return list(self.files)
 
     def open(self, flags: int) -> Handle:
         if flags & os.O_ACCMODE != os.O_RDONLY:
@@ -63,16 +67,15 @@ class RegionHandle(Handle):
     def __init__(
         self,
         file: RegionFile,
-        files: Sequence[ArrayFile],
         starts: Sequence[int],
         sizes: Sequence[int],
         size: int,
         data_start: int,
     ) -> None:
-        """``files[i]``'s bytes lie at ``starts[i]`` (ascending, from ``data_start``),
-        ``sizes[i]`` of them; the file is ``size`` bytes."""
+        """``file.files[i]``'s bytes lie at ``starts[i]`` (ascending, from
+        ``data_start``), ``sizes[i]`` of them; the file is ``size`` bytes."""
         self.file = file
-        self.files = files
+        self.files = file.files  # as when opened
         self.starts = starts
         self.sizes = sizes
         self.size = size

@@ -165,7 +165,9 @@ class InodeTable:
         the array files among them, which never shadow a real node. ``kept``: entries
         that stay from an earlier listing (a reload), whose names a sidecar never takes."""
         listing = Listing() if kept is None else kept
-        before = self._members(parent.listing) if isinstance(parent, Directory) else None
+        # what the group's HDF5 file was made of (a reload below may change it)
+        hdf5 = self.hdf5 and kept is not None
+        before = self._members(parent.listing) if hdf5 and isinstance(parent, Directory) else None
         files: list[tuple[str, ArrayFile]] = []
         texts: list[tuple[str, ArrayNode, ArrayFile | None]] = []
         for child in children:
@@ -200,7 +202,7 @@ class InodeTable:
         self._add_hdf5(parent, listing)
         self._add_netcdf(parent, listing)
         self._add_ome_tiff(parent, listing, pyramid, levels)
-        if kept is not None and before != self._members(listing):
+        if hdf5 and before != self._members(listing):
             self._renew_above(parent)
         return listing
 
